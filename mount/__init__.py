@@ -1,0 +1,1 @@
+"""The top layer: the recallfs command line and the FUSE daemon."""

@@ -1,0 +1,266 @@
+"""`recallfs`: one console script, one subcommand per job.
+
+Exit codes: 0 success, 1 an error the message explains (bad input, missing store), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from recallfs.query import settings as settings_mod
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    """An error for the user: printed without a traceback, exit code 1."""
+
+
+def _store_args(p: argparse.ArgumentParser, *, workspace: bool = True, agent: bool = True) -> None:
+    p.add_argument("--store", help="store path (RECALLFS_STORE; default ~/.local/share/recallfs/store.duckdb)")
+    if workspace:
+        p.add_argument("--workspace", help="ORG/WS to act on (RECALLFS_WORKSPACE)")
+    if agent:
+        p.add_argument("--agent", help="agent name (RECALLFS_AGENT)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="recallfs",
+        description="Agent memory you can ls, cat and grep: a DuckDB memory store with hybrid recall, "
+        "mounted as a FUSE filesystem.",
+        epilog="Every option can also be set as RECALLFS_<NAME>; see the README's configuration table.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", help="create a store")
+    _store_args(p, workspace=False, agent=False)
+
+    p = sub.add_parser("ingest", help="load memories from a file (one transaction; idempotent)")
+    _store_args(p)
+    p.add_argument("--format", default="jsonl", choices=["jsonl", "locomo"], help="importer (default jsonl)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    p.add_argument("file", type=Path)
+
+    p = sub.add_parser("recall", help="run the recall pipeline without FUSE")
+    _store_args(p)
+    p.add_argument("query", help="the query; inline options such as k:20 kind:decision since:7d work here")
+    p.add_argument("-k", type=int, help="hits per page (default 10)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many hits (pagination)")
+    p.add_argument("--format", default="text", choices=["text", "json", "context"])
+    p.add_argument("--arm", default="fused", choices=["lexical", "semantic", "fused"],
+                   help="which arms to run (default fused)")
+    p.add_argument("--kind", action="append", help="only this kind (repeatable); same as kind:")
+    p.add_argument("--tag", action="append", help="only memories with this tag; same as tag:")
+    p.add_argument("--session", help="only this session; same as session:")
+    p.add_argument("--since", help="only memories from this date or duration ago (2026-06-01, 7d)")
+    p.add_argument("--until", help="only memories up to this date")
+    p.add_argument("--author", help="only memories written by this agent; same as agent:")
+
+    p = sub.add_parser("status", help="report the store's and the live mounts' state")
+    _store_args(p, agent=False)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("eval", help="run the recall-quality harness")
+    p.add_argument("--dataset", default="locomo", choices=["locomo", "demo"])
+    p.add_argument("--data", type=Path, help="dataset file (default ../shared/data/locomo10.json)")
+    p.add_argument("--arm", choices=["lexical", "semantic", "fused"], help="one arm (default: all, side by side)")
+    p.add_argument("--limit", type=int, help="only the first N questions (a fixed subset)")
+    p.add_argument("--store", help="reuse or build the eval store here (default: a cache next to the data)")
+
+    p = sub.add_parser("mount", help="mount the store as a filesystem")
+    _store_args(p)
+    p.add_argument("mountpoint", type=Path)
+    p.add_argument("--foreground", action="store_true", help="stay in the foreground (logs to stderr)")
+
+    p = sub.add_parser("umount", help="unmount (also cleans up a dead mount)")
+    p.add_argument("mountpoint", type=Path)
+    return parser
+
+
+def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
+    overrides = {
+        "store": getattr(args, "store", None),
+        "workspace": getattr(args, "workspace", None),
+        "agent": getattr(args, "agent", None),
+    }
+    try:
+        return settings_mod.resolve(overrides)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def principal_from(cfg: dict[str, Any], workspace: str | None = None) -> Any:
+    from recallfs.scope.principal import Principal, ScopeError, parse_workspace
+
+    try:
+        org, ws = parse_workspace(workspace or cfg["workspace"])
+        return Principal(org, ws, cfg["agent"])
+    except ScopeError as exc:
+        raise CliError(str(exc)) from None
+
+
+def open_store(cfg: dict[str, Any], *, create: bool = False, read_only: bool = False) -> Any:
+    from recallfs.query.store import Store, StoreError
+
+    try:
+        return Store(cfg["store"], create=create, read_only=read_only)
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+
+
+# -- commands -------------------------------------------------------------------------------------
+def cmd_init(args: argparse.Namespace) -> int:
+    cfg = resolve_settings(args)
+    existed = Path(cfg["store"]).expanduser().exists()
+    with open_store(cfg, create=True):
+        pass
+    print(f"{'store ready' if existed else 'created store'}: {cfg['store']}")
+    return EXIT_OK
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from recallfs.query.ingest import IngestError
+    from recallfs.query.ingest_file import ingest_records, load_file
+    from recallfs.scope.principal import ScopeError, check_name, parse_workspace
+
+    cfg = resolve_settings(args)
+    try:
+        if args.format == "locomo" and not (args.workspace or os.environ.get("RECALLFS_WORKSPACE")):
+            org, ws = "locomo", "unused"
+        else:
+            org, ws = parse_workspace(cfg["workspace"])
+        agent = check_name("agent", cfg["agent"])
+    except ScopeError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        records = load_file(args.file, args.format, org=org, workspace=ws, agent=agent)
+    except IngestError as exc:
+        raise CliError(f"ingest refused, nothing written: {exc}") from None
+
+    from recallfs.query.store import StoreLockedError
+
+    try:
+        store = open_store(cfg, create=True)
+    except CliError:
+        raise
+    except StoreLockedError:  # pragma: no cover - open_store converts; kept for clarity
+        raise
+    progress = None
+    bar = None
+    if sys.stderr.isatty() and not args.no_progress and len(records) > 200:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(records), unit="rec", desc="ingest", file=sys.stderr)
+
+        def progress(done: int, total: int) -> None:
+            assert bar is not None
+            bar.update(done - bar.n)
+
+    try:
+        with store:
+            report = ingest_records(store, records, progress=progress)
+    except IngestError as exc:
+        raise CliError(f"ingest refused, nothing written: {exc}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = report.as_dict()
+    print(
+        f"ingested {args.file}: {summary['written']} written ({summary['new_versions']} new versions), "
+        f"{summary['unchanged']} unchanged, into {', '.join(summary['workspaces']) or '-'}"  # type: ignore[arg-type]
+    )
+    return EXIT_OK
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from recallfs.query.formats import RENDERERS
+    from recallfs.query.query_syntax import RecallOptions, parse_when
+    from recallfs.query.recall import recall
+
+    cfg = resolve_settings(args)
+    principal = principal_from(cfg)
+    opts = RecallOptions(kinds=[k.lower() for k in args.kind or []], tags=args.tag or [],
+                         session=args.session, agent=args.author)
+    try:
+        from datetime import datetime
+
+        now = datetime.now()
+        opts.since = parse_when(args.since, now) if args.since else None
+        opts.until = parse_when(args.until, now) if args.until else None
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.k is not None and not 1 <= args.k <= 200:
+        raise CliError("-k must be between 1 and 200")
+    if args.offset < 0:
+        raise CliError("--offset must not be negative")
+    store = open_store(cfg, read_only=True)
+    with store:
+        result = recall(
+            store, principal, args.query, k=args.k or cfg["k"], offset=args.offset, arm=args.arm,
+            options=opts, candidates=cfg["candidates"], rrf_k=cfg["rrf_k"],
+        )
+    sys.stdout.write(RENDERERS[args.format](result))
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    cfg = resolve_settings(args)
+    info: dict[str, Any] = {"store": cfg["store"], "exists": Path(cfg["store"]).expanduser().exists()}
+    if info["exists"]:
+        store = open_store(cfg, read_only=True)
+        with store:
+            info["workspaces"] = {
+                f"{o}/{w}": store.table_counts(store.partition(o, w)) for o, w in store.workspaces()
+            }
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"store: {info['store']}{'' if info['exists'] else ' (missing)'}")
+        for ws, counts in info.get("workspaces", {}).items():
+            print(f"  {ws}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
+    return EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from recallfs.evals.harness import run_cli
+
+    return run_cli(args)
+
+
+def cmd_mount(args: argparse.Namespace) -> int:
+    raise CliError("mounting is not built yet")
+
+
+def cmd_umount(args: argparse.Namespace) -> int:
+    raise CliError("unmounting is not built yet")
+
+
+COMMANDS = {
+    "init": cmd_init, "ingest": cmd_ingest, "recall": cmd_recall, "status": cmd_status, "eval": cmd_eval,
+    "mount": cmd_mount, "umount": cmd_umount,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except CliError as exc:
+        print(f"recallfs {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

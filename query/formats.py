@@ -1,0 +1,86 @@
+"""Render a RecallResult for people (text), scripts (json) and model context (context: compact XML).
+
+The mount serves the same bytes as results.json and context.xml, so there is one renderer.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import textwrap
+from xml.sax.saxutils import escape, quoteattr
+
+from recallfs.query.recall import RecallResult
+
+
+def render_json(result: RecallResult) -> str:
+    return json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _status_line(result: RecallResult) -> str:
+    if not result.degraded:
+        return "hybrid (lexical + semantic)"
+    return f"degraded: {result.degraded_reason} (lexical arm only)"
+
+
+def render_text(result: RecallResult, width: int = 100) -> str:
+    lines = [
+        f"recall {result.query!r} in {result.workspace} as {result.agent}: "
+        f"{len(result.hits)} of {result.total_candidates} hits, {_status_line(result)}",
+    ]
+    for note in result.notes:
+        lines.append(f"  note: {note}")
+    for hit in result.hits:
+        r = hit.row
+        when = r["created_at"].strftime("%Y-%m-%d") if r["created_at"] else "?"
+        who = f" {r['speaker']}:" if r.get("speaker") else ""
+        head = (
+            f"{hit.rank:>3}. [{hit.table[:-1] if hit.table != 'summaries' else 'summary'} {hit.id} "
+            f"{r['source_id']}] {when} score {hit.score:.3f} ({'+'.join(hit.arms)})"
+        )
+        lines.append(head)
+        body = textwrap.shorten(f"{who} {r['content']}".strip(), width=width * 3, placeholder=" ...")
+        lines.extend("     " + part for part in textwrap.wrap(body, width=width - 5))
+    if result.has_more:
+        lines.append(f"  more: add --offset {result.offset + len(result.hits)} for the next page")
+    if not result.hits:
+        lines.append("  no hits")
+    return "\n".join(lines) + "\n"
+
+
+def render_context(result: RecallResult) -> str:
+    """A compact block to paste into a model's context; every hit cites its id and source."""
+    attrs = (
+        f"query={quoteattr(result.query)} workspace={quoteattr(result.workspace)} "
+        f"hits=\"{len(result.hits)}\" total=\"{result.total_candidates}\" "
+        f"degraded=\"{str(result.degraded).lower()}\""
+    )
+    if result.degraded_reason:
+        attrs += f" degraded_reason={quoteattr(result.degraded_reason)}"
+    out = [f"<memory {attrs}>"]
+    for hit in result.hits:
+        r = hit.row
+        when = r["created_at"].isoformat(sep=" ", timespec="minutes") if r["created_at"] else ""
+        extra = f" speaker={quoteattr(r['speaker'])}" if r.get("speaker") else ""
+        extra += f" session={quoteattr(r['session'])}" if r.get("session") else ""
+        out.append(
+            f"<hit rank=\"{hit.rank}\" id={quoteattr(hit.id)} table=\"{hit.table}\" kind={quoteattr(r['kind'])} "
+            f"source={quoteattr(r['source_id'])} date=\"{when}\" score=\"{hit.score:.3f}\"{extra}>"
+            f"{escape(r['content'])}</hit>"
+        )
+    nxt = result.offset + len(result.hits)
+    if result.has_more:
+        cli = f"recallfs recall {shlex.quote(result.query)} --offset {nxt} -k {result.k} --format context"
+        out.append(
+            f"<pagination offset=\"{result.offset}\" next_offset=\"{nxt}\" has_more=\"true\">"
+            f"{escape(f'more hits: add offset:{nxt} to the query, or run: {cli}')}</pagination>"
+        )
+    else:
+        out.append(f"<pagination offset=\"{result.offset}\" has_more=\"false\">no more hits</pagination>")
+    if not result.hits:
+        out.append("<note>no memory matched the query</note>")
+    out.append("</memory>")
+    return "\n".join(out) + "\n"
+
+
+RENDERERS = {"json": render_json, "text": render_text, "context": render_context}

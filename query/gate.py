@@ -1,0 +1,67 @@
+"""The one authorization gate. Every channel that turns ids into content goes through here.
+
+`scope_clause` gives the SQL every arm and listing filters by (partition + current + policy);
+`authorize` re-checks a list of candidate ids against it before any content is loaded, so an arm
+with a bug cannot leak a row it should not have returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import duckdb
+
+from recallfs.query.query_syntax import RecallOptions
+from recallfs.scope.predicate import partition_predicate
+from recallfs.scope.principal import Principal
+
+
+def scope_clause(
+    principal: Principal, schema: str, options: RecallOptions | None = None, *, current_only: bool = True
+) -> tuple[str, list[object]]:
+    """(sql, params) over alias `m`: the rows of a memory table this principal may see."""
+    sql, params = partition_predicate(principal, "m")
+    clauses = [sql]
+    if current_only:
+        clauses.append(f"m.rid IN (SELECT rid FROM {schema}.heads)")
+    if options is not None:
+        if options.kinds:
+            clauses.append(f"m.kind IN ({', '.join('?' for _ in options.kinds)})")
+            params.extend(options.kinds)
+        if options.tags:
+            clauses.append("list_has_any(m.tags, ?::VARCHAR[])")
+            params.append(list(options.tags))
+        if options.session:
+            clauses.append("m.session = ?")
+            params.append(options.session)
+        if options.agent:
+            clauses.append("m.agent = ?")
+            params.append(options.agent)
+        if options.since:
+            clauses.append("m.created_at >= ?")
+            params.append(options.since)
+        if options.until:
+            clauses.append("m.created_at <= ?")
+            params.append(options.until)
+    return " AND ".join(clauses), params
+
+
+def authorize(
+    cur: duckdb.DuckDBPyConnection,
+    principal: Principal,
+    schema: str,
+    table: str,
+    rids: Iterable[int],
+    options: RecallOptions | None = None,
+    *,
+    current_only: bool = True,
+) -> set[int]:
+    wanted = sorted(set(rids))
+    if not wanted:
+        return set()
+    where, params = scope_clause(principal, schema, options, current_only=current_only)
+    rows = cur.execute(
+        f"SELECT m.rid FROM {schema}.{table} m WHERE m.rid IN (SELECT unnest(?::BIGINT[])) AND {where}",
+        [wanted, *params],
+    ).fetchall()
+    return {int(r[0]) for r in rows}

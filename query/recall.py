@@ -1,0 +1,271 @@
+"""recall(): parse -> arms (ids only) -> fusion -> authorize -> load -> order -> page.
+
+Each arm is guarded on its own: an arm that fails is empty, and recall never throws for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from recallfs.query.gate import authorize, scope_clause
+from recallfs.query.lexical import query_terms
+from recallfs.query.lexical import search as lexical_search
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.query_syntax import RecallOptions, parse_query
+from recallfs.query.store import Store
+from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.fusion import list_key, rrf
+from recallfs.scope.principal import Principal
+
+log = logging.getLogger("recallfs.recall")
+
+ARMS = ("lexical", "semantic", "fused")
+HIT_COLUMNS = (
+    "rid", "id", "version", "kind", "content", "session", "source_id", "source", "created_at", "tags", "refs",
+    "agent", "visibility", "speaker", "seq", "entity", "slot", "title", "caption", "status",
+)
+
+
+class SemanticArm(Protocol):
+    """What recall needs from the semantic arm (query/semantic.py provides it)."""
+
+    def availability(self) -> tuple[bool, str | None]:
+        """(ready, degraded_reason)."""
+        ...
+
+    def search(
+        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int
+    ) -> list[int]:
+        """Ranked rids; raises on failure (recall contains it)."""
+        ...
+
+
+@dataclass(slots=True)
+class Hit:
+    rank: int
+    rid: int
+    id: str
+    table: str
+    score: float
+    arms: list[str]
+    ranks: dict[str, int]
+    row: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        r = self.row
+        out: dict[str, Any] = {
+            "rank": self.rank,
+            "id": self.id,
+            "table": self.table,
+            "score": round(self.score, 6),
+            "arms": self.arms,
+            "content": r["content"],
+            "session": r["session"],
+            "source_id": r["source_id"],
+            "created_at": r["created_at"].isoformat() if r["created_at"] else None,
+            "kind": r["kind"],
+            "version": r["version"],
+            "agent": r["agent"],
+            "tags": list(r["tags"] or []),
+            "provenance": {"source": r["source"], "refs": list(r["refs"] or []), "ranks": self.ranks},
+        }
+        for key in ("speaker", "seq", "entity", "title", "caption"):
+            if r.get(key) is not None:
+                out[key] = r[key]
+        return out
+
+
+@dataclass(slots=True)
+class RecallResult:
+    query: str
+    search_text: str
+    workspace: str
+    agent: str
+    arm: str
+    hits: list[Hit]
+    degraded: bool
+    degraded_reason: str | None
+    total_candidates: int
+    offset: int
+    k: int
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_more(self) -> bool:
+        return self.offset + len(self.hits) < self.total_candidates
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "search_text": self.search_text,
+            "workspace": self.workspace,
+            "agent": self.agent,
+            "arm": self.arm,
+            "hits": [h.as_json() for h in self.hits],
+            "degraded": self.degraded,
+            "degraded_reason": self.degraded_reason,
+            "total_candidates": self.total_candidates,
+            "pagination": {
+                "offset": self.offset,
+                "k": self.k,
+                "returned": len(self.hits),
+                "has_more": self.has_more,
+                "next_offset": self.offset + len(self.hits) if self.has_more else None,
+            },
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            "notes": self.notes,
+        }
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    def run(self, name: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - t0) * 1000
+
+
+def recall(
+    store: Store,
+    principal: Principal,
+    query: str,
+    *,
+    k: int = 10,
+    offset: int = 0,
+    arm: str = "fused",
+    semantic: SemanticArm | None = None,
+    options: RecallOptions | None = None,
+    candidates: int = 100,
+    rrf_k: int = 60,
+    weights: dict[str, float] | None = None,
+    now: datetime | None = None,
+) -> RecallResult:
+    if arm not in ARMS:
+        raise ValueError(f"arm must be one of {', '.join(ARMS)}")
+    timer = _Timer()
+    t_start = time.perf_counter()
+    parsed = parse_query(query, now=now)
+    opts = (options or RecallOptions()).merged(parsed.options)
+    k = opts.k or k
+    offset = opts.offset if opts.offset is not None else offset
+    notes = list(parsed.errors)
+    result = RecallResult(
+        query=query, search_text=parsed.text, workspace=principal.workspace_path, agent=principal.agent,
+        arm=arm, hits=[], degraded=True, degraded_reason="off", total_candidates=0, offset=offset, k=k,
+        notes=notes,
+    )
+
+    want_semantic = arm in ("semantic", "fused")
+    if want_semantic and semantic is not None:
+        ready, reason = semantic.availability()
+        result.degraded, result.degraded_reason = (not ready), reason
+    elif want_semantic:
+        result.degraded_reason = "off"
+    if arm == "lexical":
+        # Lexical-only was asked for: the semantic arm is off by request.
+        result.degraded, result.degraded_reason = True, "off"
+
+    schema = store.schema_for(principal)
+    if schema is None:
+        notes.append(f"workspace {principal.workspace_path} holds no memories")
+        result.timings_ms = {"total": (time.perf_counter() - t_start) * 1000}
+        return result
+
+    cur = store.cursor()
+    where, params = scope_clause(principal, schema, opts)
+    terms = query_terms(parsed.text)
+    lists: dict[str, list[int]] = {}
+    tables: dict[int, str] = {}
+
+    if arm in ("lexical", "fused"):
+        if not terms:
+            notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
+        for table in MEMORY_TABLES:
+            try:
+                rids = timer.run(
+                    "lexical",
+                    lambda table=table: lexical_search(
+                        cur, schema, table, terms, where=where, params=params, limit=candidates
+                    ),
+                )
+            except Exception as exc:  # an arm failure empties that arm only
+                log.exception("lexical arm failed on %s", table)
+                notes.append(f"lexical arm failed on {table}: {type(exc).__name__}")
+                rids = []
+            lists[list_key("lexical", table)] = rids
+            tables.update((rid, table) for rid in rids)
+
+    if want_semantic and semantic is not None and not result.degraded and parsed.text.strip():
+        for table in MEMORY_TABLES:
+            try:
+                rids = timer.run(
+                    "semantic",
+                    lambda table=table: semantic.search(
+                        store, schema, table, parsed.text, where, params, candidates
+                    ),
+                )
+            except TimeoutError:
+                result.degraded, result.degraded_reason = True, "timeout"
+                rids = []
+            except Exception:
+                log.exception("semantic arm failed on %s", table)
+                result.degraded, result.degraded_reason = True, "error"
+                rids = []
+            lists[list_key("semantic", table)] = rids
+            tables.update((rid, table) for rid in rids)
+
+    fused: list[Candidate] = timer.run("fusion", lambda: rrf(lists, tables, weights=weights, k=rrf_k))
+
+    # The gate: nothing is loaded for an id the principal may not read.
+    allowed: set[int] = set()
+    for table in MEMORY_TABLES:
+        ids = [c.rid for c in fused if c.table == table]
+        allowed |= timer.run("authorize", lambda ids=ids, table=table: authorize(
+            cur, principal, schema, table, ids, opts))
+    fused = [c for c in fused if c.rid in allowed]
+    rows = timer.run("load", lambda: _load_rows(cur, schema, fused))
+    for cand in fused:
+        row = rows[cand.rid]
+        cand.created_at = row["created_at"]
+        cand.id = row["id"]
+    fused = ordered(fused)
+
+    result.total_candidates = len(fused)
+    page = fused[offset: offset + k]
+    result.hits = [
+        Hit(rank=offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score,
+            arms=sorted(c.arms), ranks=dict(c.ranks), row=rows[c.rid])
+        for i, c in enumerate(page)
+    ]
+    if not fused:
+        notes.append("no memory matched the query")
+    elif not page:
+        notes.append(f"offset {offset} is past the last of {len(fused)} hits")
+    result.timings_ms = dict(timer.timings)
+    result.timings_ms["total"] = (time.perf_counter() - t_start) * 1000
+    return result
+
+
+def _load_rows(cur: Any, schema: str, cands: list[Candidate]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for table in MEMORY_TABLES:
+        ids = [c.rid for c in cands if c.table == table]
+        if not ids:
+            continue
+        rows = cur.execute(
+            f"SELECT {', '.join(HIT_COLUMNS)} FROM {schema}.{table} WHERE rid IN (SELECT unnest(?::BIGINT[]))",
+            [ids],
+        ).fetchall()
+        for row in rows:
+            out[int(row[0])] = dict(zip(HIT_COLUMNS, row, strict=True))
+    return out

@@ -1,0 +1,208 @@
+"""Memory records and their validation. Pure functions: a record in, a record or a reason out."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+TABLES = ("facts", "summaries", "turns")
+TYPE_TO_TABLE = {"fact": "facts", "summary": "summaries", "turn": "turns"}
+STATUSES = ("active", "superseded", "deleted")
+VISIBILITIES = ("workspace", "private")
+_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class RecordError(ValueError):
+    """Why one input record was refused. The importer adds FILE:LINE."""
+
+
+@dataclass(slots=True)
+class MemoryRecord:
+    table: str
+    source_id: str
+    content: str
+    created_at: datetime
+    org: str
+    workspace: str
+    agent: str
+    id: str = ""
+    visibility: str = "workspace"
+    tags: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+    session: str | None = None
+    kind: str = "fact"
+    entity: str | None = None
+    slot: str | None = None
+    status: str = "active"
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    title: str | None = None
+    seq: int | None = None
+    speaker: str | None = None
+    caption: str | None = None
+    source: str = "jsonl"
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            self.id = derive_id(self.table, self.source_id)
+
+    @property
+    def search_text(self) -> str:
+        """What the lexical and semantic arms index: the content plus the words a reader would search by."""
+        parts: list[str] = []
+        if self.speaker:
+            parts.append(f"{self.speaker}:")
+        if self.title:
+            parts.append(self.title + ".")
+        parts.append(self.content)
+        if self.caption:
+            parts.append(f"[shared an image: {self.caption}]")
+        if self.entity:
+            parts.append(f"({self.entity})")
+        if self.tags:
+            parts.append(" ".join(f"#{t}" for t in self.tags))
+        return " ".join(parts)
+
+    @property
+    def content_hash(self) -> str:
+        """Identity of what a version says; re-ingesting an unchanged record is a no-op."""
+        payload = "\x1f".join(
+            str(v)
+            for v in (
+                self.content, self.kind, self.entity, self.slot, self.status, self.supersedes,
+                self.superseded_by, self.title, self.speaker, self.caption, self.session, self.seq,
+                ",".join(self.tags), ",".join(self.refs), self.visibility, self.agent,
+                self.created_at.isoformat(),
+            )
+        )
+        return hashlib.sha1(payload.encode()).hexdigest()
+
+
+def derive_id(table: str, source_id: str) -> str:
+    """A short, stable memory id for records that do not name one."""
+    return f"{table[0]}-{hashlib.sha1(f'{table}/{source_id}'.encode()).hexdigest()[:10]}"
+
+
+def parse_timestamp(value: Any, what: str = "created_at") -> datetime:
+    """ISO 8601 date or date-time; aware values are converted to UTC, then stored naive (UTC)."""
+    if not isinstance(value, str) or not value.strip():
+        raise RecordError(f"{what}: expected an ISO 8601 date string, got {type(value).__name__}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        ts = datetime.fromisoformat(text)
+    except ValueError:
+        raise RecordError(f"{what}: {value!r} is not an ISO 8601 date (e.g. 2026-06-11T14:03:00Z)") from None
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(UTC).replace(tzinfo=None)
+    if not (1900 <= ts.year <= 2200):
+        raise RecordError(f"{what}: {value!r} is out of range")
+    return ts
+
+
+def _str(obj: dict[str, Any], key: str, *, required: bool = False, nonempty: bool = True) -> str | None:
+    if key not in obj or obj[key] is None:
+        if required:
+            raise RecordError(f"missing field {key!r}")
+        return None
+    value = obj[key]
+    if not isinstance(value, str):
+        raise RecordError(f"{key}: expected a string, got {type(value).__name__}")
+    if nonempty and not value.strip():
+        raise RecordError(f"{key}: must not be empty")
+    return value
+
+
+def _str_list(obj: dict[str, Any], key: str) -> list[str]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RecordError(f"{key}: expected a list of strings")
+    return [v.strip() for v in value if v.strip()]
+
+
+def _ident(obj: dict[str, Any], key: str) -> str | None:
+    value = _str(obj, key)
+    if value is not None and not _ID.match(value):
+        raise RecordError(f"{key}: {value!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    return value
+
+
+_KNOWN = {
+    "type", "source_id", "created_at", "workspace", "agent", "visibility", "tags", "refs", "session",
+    "content", "id", "kind", "entity", "slot", "status", "supersedes", "superseded_by", "title", "seq",
+    "speaker", "caption",
+}
+
+
+def parse_record(obj: Any, *, org: str, workspace: str, agent: str, source: str = "jsonl") -> MemoryRecord:
+    """Validate one decoded JSON value against the generic schema (developer-notes/jsonl-schema.md)."""
+    from recallfs.scope.principal import ScopeError, check_name, parse_workspace
+
+    if not isinstance(obj, dict):
+        raise RecordError(f"expected a JSON object, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - _KNOWN)
+    if unknown:
+        raise RecordError(f"unknown field {unknown[0]!r}")
+    rtype = _str(obj, "type", required=True)
+    if rtype not in TYPE_TO_TABLE:
+        raise RecordError(f"type: {rtype!r} is not one of fact, summary, turn")
+    table = TYPE_TO_TABLE[rtype]
+    source_id = _str(obj, "source_id", required=True)
+    assert source_id is not None
+    content = _str(obj, "content", required=True)
+    assert content is not None
+    created_at = parse_timestamp(obj.get("created_at")) if "created_at" in obj else None
+    if created_at is None:
+        raise RecordError("missing field 'created_at'")
+    try:
+        ws_text = _str(obj, "workspace")
+        if ws_text is not None:
+            org, workspace = parse_workspace(ws_text)
+        agent = check_name("agent", _str(obj, "agent") or agent)
+    except ScopeError as exc:
+        raise RecordError(str(exc)) from None
+    visibility = _str(obj, "visibility") or "workspace"
+    if visibility not in VISIBILITIES:
+        raise RecordError(f"visibility: {visibility!r} is not one of {', '.join(VISIBILITIES)}")
+    rec = MemoryRecord(
+        table=table, source_id=source_id, content=content, created_at=created_at, org=org,
+        workspace=workspace, agent=agent, id=_ident(obj, "id") or "", visibility=visibility,
+        tags=_str_list(obj, "tags"), refs=_str_list(obj, "refs"), session=_str(obj, "session"),
+        source=source,
+    )
+    if table == "facts":
+        rec.kind = (_str(obj, "kind") or "fact").strip().lower()
+        rec.entity = _str(obj, "entity")
+        rec.slot = _str(obj, "slot")
+        rec.status = _str(obj, "status") or "active"
+        if rec.status not in STATUSES:
+            raise RecordError(f"status: {rec.status!r} is not one of {', '.join(STATUSES)}")
+        rec.supersedes = _ident(obj, "supersedes")
+        rec.superseded_by = _ident(obj, "superseded_by")
+    else:
+        for key in ("kind", "entity", "slot", "status", "supersedes", "superseded_by"):
+            if key in obj:
+                raise RecordError(f"{key}: only facts carry this field")
+        if rec.session is None:
+            raise RecordError(f"missing field 'session' (required for a {rtype})")
+        rec.kind = rtype
+    if table == "summaries":
+        rec.title = _str(obj, "title")
+    if table == "turns":
+        seq = obj.get("seq")
+        if seq is None:
+            raise RecordError("missing field 'seq'")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+            raise RecordError(f"seq: expected a non-negative integer, got {seq!r}")
+        rec.seq = seq
+        rec.speaker = _str(obj, "speaker", required=True)
+        rec.caption = _str(obj, "caption")
+    elif "seq" in obj or "speaker" in obj or "caption" in obj:
+        raise RecordError("seq/speaker/caption: only turns carry these fields")
+    return rec

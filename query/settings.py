@@ -1,0 +1,88 @@
+"""Every setting in one table: name, default, help. Each can be set as RECALLFS_<NAME>.
+
+The README documents all of them; a test fails when one is missing there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+
+    @property
+    def env(self) -> str:
+        return "RECALLFS_" + self.name.upper()
+
+    def coerce(self, raw: str) -> Any:
+        kind = type(self.default)
+        if kind is bool:
+            low = raw.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"{self.env}={raw!r}: expected true or false")
+        if kind in (int, float):
+            try:
+                return kind(raw)
+            except ValueError:
+                raise ValueError(f"{self.env}={raw!r}: expected a number") from None
+        return raw
+
+
+def _default_store() -> str:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "recallfs" / "store.duckdb")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("store", "", "path of the DuckDB store (default ~/.local/share/recallfs/store.duckdb)"),
+    Setting("workspace", "default/default", "workspace ORG/WS that commands act on"),
+    Setting("agent", "default", "agent name: author of ingested memories and reader of recall"),
+    Setting("model", "", "sentence-transformers model directory (default: the packaged MiniLM-L6)"),
+    Setting("semantic", True, "run the semantic arm; false reports degraded: off"),
+    Setting("device", "auto", "embedding device: auto, cpu or cuda"),
+    Setting("embed_timeout_ms", 2000, "time budget for embedding one query before recall answers lexically"),
+    Setting("warm_timeout_ms", 0, "how long a CLI recall waits for the model to load (0: wait until loaded)"),
+    Setting("k", 10, "hits per recall page"),
+    Setting("rrf_k", 60, "the k constant of reciprocal rank fusion"),
+    Setting("candidates", 100, "candidates each arm contributes per table"),
+    Setting("query_timeout_ms", 5000, "time limit for one DuckDB query"),
+    Setting("max_rows", 5000, "row cap for one browse listing; larger listings say truncated"),
+    Setting("recall_ttl_s", 5, "seconds the kernel may cache a recall directory"),
+    Setting("log_level", "info", "daemon log level: debug, info, warning, error"),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def setting(name: str) -> Setting:
+    return _BY_NAME[name]
+
+
+def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Defaults, then RECALLFS_* environment, then explicit overrides (CLI flags) that are not None."""
+    env = os.environ if env is None else env
+    out: dict[str, Any] = {}
+    for s in SETTINGS:
+        value = s.default
+        if s.env in env and env[s.env] != "":
+            value = s.coerce(env[s.env])
+        out[s.name] = value
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            if name not in _BY_NAME:
+                raise KeyError(f"unknown setting {name!r}")
+            out[name] = value
+    if not out["store"]:
+        out["store"] = _default_store()
+    return out

@@ -1,0 +1,1 @@
+"""Pure ranking stages over candidate lists. No I/O: everything here is tested from tables."""
