@@ -90,7 +90,10 @@ def search(
             [" ".join(terms), watermark, *params, limit],
         ).fetchall()
         ranked = [int(r[0]) for r in rows]
-    fresh = _search_fresh(cur, schema, table, terms, watermark, where, params, limit)
+    # Rows above the watermark are not in the index yet. When the index finds nothing at all
+    # (a word split differently, e.g. in scripts written without spaces), scan everything by substring.
+    floor = watermark if ranked else 0
+    fresh = _search_fresh(cur, schema, table, terms, floor, where, params, limit)
     if fresh:
         # Interleave so fresh rows are visible at once without pushing out the best indexed ones.
         merged: list[int] = []
@@ -107,7 +110,7 @@ def _search_fresh(
     schema: str,
     table: str,
     terms: list[str],
-    watermark: int,
+    floor: int,
     where: str,
     params: list[object],
     limit: int,
@@ -121,6 +124,6 @@ def _search_fresh(
         f"""SELECT rid FROM (
                 SELECT m.rid, ({hits}) AS matched FROM {schema}.{table} m WHERE m.rid > ? AND {where})
             WHERE matched > 0 ORDER BY matched DESC, rid DESC LIMIT ?""",
-        [*patterns, watermark, *params, limit],
+        [*patterns, floor, *params, limit],
     ).fetchall()
     return [int(r[0]) for r in rows]

@@ -86,3 +86,29 @@ def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] |
     if not out["store"]:
         out["store"] = _default_store()
     return out
+
+
+def markdown_table() -> str:
+    """The README's configuration table (`python -m recallfs.query.settings` prints it)."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for s in SETTINGS:
+        default = "" if s.default == "" else str(s.default).lower() if isinstance(s.default, bool) else s.default
+        rows.append(f"| `{s.env}` | `{default}` | {s.help} |" if default != "" else f"| `{s.env}` | | {s.help} |")
+    return "\n".join(rows)
+
+
+def update_readme(readme: Path) -> None:
+    text = readme.read_text()
+    start, end = "<!-- settings-table -->", "<!-- /settings-table -->"
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(f"{head}{start}\n{markdown_table()}\n{end}{tail}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) > 1:
+        update_readme(Path(sys.argv[1]))
+    else:
+        print(markdown_table())

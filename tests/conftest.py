@@ -1,0 +1,66 @@
+"""Shared fixtures: real DuckDB stores in tmp dirs and the real `recallfs` console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+RECALLFS = Path(sys.executable).parent / "recallfs"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, check: bool = False,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the installed console script, as a user would."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([str(RECALLFS), *args], capture_output=True, text=True, env=full_env,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"recallfs {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def write_jsonl(path: Path, records: Iterable[dict | str]) -> Path:
+    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def fact(source_id: str, content: str, **extra: object) -> dict:
+    return {"type": "fact", "source_id": source_id, "content": content, "created_at": "2026-06-01T10:00:00Z",
+            **extra}
+
+
+def turn(session: str, seq: int, speaker: str, content: str, **extra: object) -> dict:
+    return {"type": "turn", "source_id": f"{session}#{seq}", "session": session, "seq": seq,
+            "speaker": speaker, "content": content, "created_at": f"2026-06-01T10:{seq % 60:02d}:00Z", **extra}
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.duckdb"
+
+
+@pytest.fixture
+def cli(store_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`recallfs` bound to a fresh store, lexical-only unless a test asks otherwise."""
+
+    def _run(*args: str, env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
+        base = {"RECALLFS_STORE": str(store_path), "RECALLFS_WORKSPACE": "acme/proj", "RECALLFS_AGENT": "tester"}
+        return run_cli(*args, env={**base, **(env or {})}, check=check)
+
+    return _run
+
+
+def needs_locomo() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not LOCOMO.exists(), reason=f"LoCoMo data not present at {LOCOMO} (eval-only data)")

@@ -1,0 +1,90 @@
+"""`recallfs recall` through the real console script: the JSON contract, context XML and text."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import LOCOMO, fact, needs_locomo, run_cli, turn, write_jsonl
+
+RECORDS = [fact(f"f{i}", f"deploy note {i}: the docs deploy uses rsync to the static host", tags=["deploy"])
+           for i in range(15)] + [turn("s1", 0, "maya", "how do we deploy the docs?")]
+
+
+@pytest.fixture
+def loaded(tmp_path, cli):
+    cli("ingest", str(write_jsonl(tmp_path / "m.jsonl", RECORDS)), check=True)
+    return cli
+
+
+def test_json_contract(loaded):
+    out = json.loads(loaded("recall", "deploy docs", "--format", "json", "--arm", "lexical", "-k", "5",
+                            check=True).stdout)
+    assert set(out) >= {"query", "hits", "degraded", "degraded_reason", "total_candidates", "timings_ms"}
+    assert out["query"] == "deploy docs" and out["total_candidates"] == 16
+    assert len(out["hits"]) == 5
+    for i, hit in enumerate(out["hits"], start=1):
+        assert set(hit) >= {"rank", "id", "table", "score", "arms", "content", "session", "source_id",
+                            "created_at"}
+        assert hit["rank"] == i and hit["arms"] == ["lexical"] and 0 < hit["score"] <= 1
+    scores = [h["score"] for h in out["hits"]]
+    assert scores == sorted(scores, reverse=True)
+    assert out["degraded"] is True and out["degraded_reason"] == "off"
+    assert out["pagination"] == {"offset": 0, "k": 5, "returned": 5, "has_more": True, "next_offset": 5}
+
+
+def test_offset_and_inline_k(loaded):
+    page2 = json.loads(loaded("recall", "deploy docs k:4", "--offset", "4", "--format", "json", "--arm",
+                              "lexical", check=True).stdout)
+    assert [h["rank"] for h in page2["hits"]] == [5, 6, 7, 8]
+
+
+def test_context_block_has_pagination_hint(loaded):
+    text = loaded("recall", "deploy docs", "--format", "context", "--arm", "lexical", "-k", "3",
+                  check=True).stdout
+    root = ET.fromstring(text)
+    assert root.tag == "memory" and len(root.findall("hit")) == 3
+    pag = root.find("pagination")
+    assert pag is not None and pag.get("has_more") == "true" and pag.get("next_offset") == "3"
+    assert "offset:3" in (pag.text or "")
+
+
+def test_text_format_for_people(loaded):
+    out = loaded("recall", "deploy docs", "--arm", "lexical", "-k", "2", check=True).stdout
+    assert out.splitlines()[0].startswith("recall 'deploy docs' in acme/proj")
+    assert "  1. [" in out and "--offset 2" in out
+
+
+def test_no_match_exits_zero_and_says_so(loaded):
+    proc = loaded("recall", "kubernetes", "--arm", "lexical")
+    assert proc.returncode == 0 and "no memory matched the query" in proc.stdout
+    out = json.loads(loaded("recall", "kubernetes", "--format", "json", "--arm", "lexical").stdout)
+    assert out["hits"] == [] and "no memory matched the query" in out["notes"]
+
+
+def test_malformed_inline_option_is_reported_not_fatal(loaded):
+    out = json.loads(loaded("recall", "deploy k:lots since:someday", "--format", "json", "--arm", "lexical",
+                            check=True).stdout)
+    assert out["hits"] and any("k:lots" in n for n in out["notes"]) and any("someday" in n for n in out["notes"])
+
+
+def test_missing_store_is_a_clear_error(tmp_path):
+    proc = run_cli("recall", "x", env={"RECALLFS_STORE": str(tmp_path / "none.duckdb")})
+    assert proc.returncode == 1 and "no store at" in proc.stderr and "recallfs init" in proc.stderr
+
+
+def test_bad_workspace_is_a_clear_error(loaded):
+    proc = loaded("recall", "x", "--workspace", "a/b/c")
+    assert proc.returncode == 1 and "bad workspace" in proc.stderr
+
+
+@needs_locomo()
+def test_known_locomo_answer(tmp_path):
+    env = {"RECALLFS_STORE": str(tmp_path / "lc.duckdb")}
+    run_cli("ingest", "--format", "locomo", str(LOCOMO), env=env, check=True)
+    out = json.loads(run_cli("recall", "--workspace", "locomo/conv-26",
+                             "When did Caroline go to the LGBTQ support group?", "--format", "json",
+                             env=env, check=True).stdout)
+    assert "D1:3" in [h["source_id"] for h in out["hits"][:5]]

@@ -1,0 +1,138 @@
+"""Ingest through the real CLI into real DuckDB files: bad input is refused whole, with FILE:LINE."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recallfs.query.store import Store
+
+from conftest import fact, turn, write_jsonl
+
+GOOD = [
+    fact("f1", "CI runs on GitHub Actions with cargo nextest", kind="decision", tags=["ci"], entity="ci"),
+    turn("s1", 0, "maya", "hello, can you look at the flaky test?"),
+    turn("s1", 1, "atlas", "Sure: test_sync_windows fails on path separators."),
+    {"type": "summary", "source_id": "s1#summary", "session": "s1", "content": "Fixed a flaky Windows test.",
+     "created_at": "2026-06-01"},
+]
+
+
+def snapshot(path: Path) -> list[tuple]:
+    """Every row of every table of every partition, to prove a refused batch changed nothing."""
+    if not path.exists():
+        return []
+    with Store(path, read_only=True) as store:
+        cur = store.cursor()
+        rows: list[tuple] = []
+        for org, ws in store.workspaces():
+            schema = store.partition(org, ws)
+            for table in ("facts", "summaries", "turns", "heads"):
+                rows += [(table, *r) for r in cur.execute(f"SELECT * FROM {schema}.{table} ORDER BY rid").fetchall()]
+        rows += cur.execute("SELECT * FROM main.partitions ORDER BY schema_name").fetchall()
+        return rows
+
+
+BAD_LINES = [
+    # (second line, expected reason fragment)
+    ("{not json", "malformed JSON"),
+    ('["a list"]', "expected a JSON object"),
+    (json.dumps({"type": "fact", "content": "x", "created_at": "2026-01-01"}), "missing field 'source_id'"),
+    (json.dumps({"type": "fact", "source_id": "f9", "created_at": "2026-01-01"}), "missing field 'content'"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x"}), "missing field 'created_at'"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "yesterday"}),
+     "not an ISO 8601 date"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-13-45"}),
+     "not an ISO 8601 date"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": 42, "created_at": "2026-01-01"}),
+     "content: expected a string, got int"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-01-01", "tags": "ci"}),
+     "tags: expected a list of strings"),
+    (json.dumps({"type": "memo", "source_id": "f9", "content": "x", "created_at": "2026-01-01"}),
+     "is not one of fact, summary, turn"),
+    (json.dumps({"type": "turn", "source_id": "t9", "content": "x", "created_at": "2026-01-01", "session": "s",
+                 "speaker": "a", "seq": "three"}), "seq: expected a non-negative integer"),
+    (json.dumps({"type": "turn", "source_id": "t9", "content": "x", "created_at": "2026-01-01", "seq": 3,
+                 "speaker": "a"}), "missing field 'session'"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-01-01",
+                 "status": "gone"}), "status: 'gone' is not one of"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "   ", "created_at": "2026-01-01"}),
+     "content: must not be empty"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-01-01",
+                 "workspace": "a/b/c"}), "bad workspace"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-01-01", "colour": 1}),
+     "unknown field 'colour'"),
+]
+
+
+@pytest.mark.parametrize(("bad_line", "reason"), BAD_LINES, ids=[r for _, r in BAD_LINES])
+def test_bad_record_refuses_whole_batch(tmp_path, cli, store_path, bad_line, reason):
+    cli("ingest", str(write_jsonl(tmp_path / "seed.jsonl", GOOD[:2])), check=True)
+    before = snapshot(store_path)
+    bad = write_jsonl(tmp_path / "bad.jsonl", [fact("f5", "a good record before the bad one"), bad_line,
+                                              fact("f6", "a good record after it")])
+    proc = cli("ingest", str(bad))
+    assert proc.returncode == 1
+    assert f"{bad}:2: " in proc.stderr
+    assert reason in proc.stderr
+    assert "nothing written" in proc.stderr
+    assert snapshot(store_path) == before
+
+
+def test_missing_file_and_bad_utf8(tmp_path, cli, store_path):
+    proc = cli("ingest", str(tmp_path / "nope.jsonl"))
+    assert proc.returncode == 1 and "no such file" in proc.stderr
+    raw = tmp_path / "latin1.jsonl"
+    raw.write_bytes(json.dumps(fact("f1", "ok")).encode() + b"\n" + b'{"content": "caf\xe9"}\n')
+    proc = cli("ingest", str(raw))
+    assert proc.returncode == 1 and f"{raw}:2: not valid UTF-8" in proc.stderr
+    assert not store_path.exists()
+
+
+def test_reingest_is_a_no_op_and_changes_make_versions(tmp_path, cli, store_path):
+    src = write_jsonl(tmp_path / "notes.jsonl", GOOD)
+    first = cli("ingest", str(src), check=True)
+    assert "4 written" in first.stdout
+    before = snapshot(store_path)
+    again = cli("ingest", str(src), check=True)
+    assert "0 written" in again.stdout and "4 unchanged" in again.stdout
+    assert snapshot(store_path) == before
+
+    changed = [dict(GOOD[0], content="CI runs on GitHub Actions with cargo nextest --profile ci"), *GOOD[1:]]
+    third = cli("ingest", str(write_jsonl(tmp_path / "notes2.jsonl", changed)), check=True)
+    assert "1 written (1 new versions)" in third.stdout
+    with Store(store_path, read_only=True) as store:
+        schema = store.partition("acme", "proj")
+        rows = store.cursor().execute(
+            f"SELECT version, content, rid IN (SELECT rid FROM {schema}.heads) FROM {schema}.facts ORDER BY version"
+        ).fetchall()
+    assert [(v, cur) for v, _, cur in rows] == [(1, False), (2, True)]
+    assert rows[1][1].endswith("--profile ci")
+
+
+def test_record_workspace_and_agent_override_defaults(tmp_path, cli, store_path):
+    src = write_jsonl(tmp_path / "multi.jsonl", [
+        fact("f1", "alpha fact"),
+        fact("f2", "beta fact", workspace="other/space", agent="scout", visibility="private"),
+    ])
+    cli("ingest", str(src), check=True)
+    with Store(store_path, read_only=True) as store:
+        assert store.workspaces() == [("acme", "proj"), ("other", "space")]
+        schema = store.partition("other", "space")
+        row = store.cursor().execute(f"SELECT org, workspace, agent, visibility FROM {schema}.facts").fetchone()
+    assert row == ("other", "space", "scout", "private")
+
+
+def test_blank_and_comment_lines_are_skipped(tmp_path, cli):
+    src = write_jsonl(tmp_path / "c.jsonl", ["// exported by hand", "", json.dumps(fact("f1", "kept"))])
+    assert "1 written" in cli("ingest", str(src), check=True).stdout
+
+
+def test_locomo_importer_rejects_non_locomo(tmp_path, cli, store_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"not": "a list"}')
+    proc = cli("ingest", "--format", "locomo", str(bad))
+    assert proc.returncode == 1 and "expected a JSON list of conversations" in proc.stderr
+    assert not store_path.exists()
