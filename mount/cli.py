@@ -82,6 +82,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("umount", help="unmount (also cleans up a dead mount)")
     p.add_argument("mountpoint", type=Path)
+
+    p = sub.add_parser("policy", help="read policies: which memories an agent may read in a workspace")
+    psub = p.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
+    q = psub.add_parser("set", help="store the policy of --agent in --workspace (replaces the old one)")
+    _store_args(q)
+    q.add_argument("--authors", action="append", default=[],
+                   help="authors it may read, comma-separated; '*' or omitted: all (its own always)")
+    q.add_argument("--visibility", action="append", default=[],
+                   help="visibilities it may read: workspace, private (default workspace)")
+    q.add_argument("--deny-kind", action="append", default=[], help="kinds it may not read")
+    q.add_argument("--deny-tag", action="append", default=[], help="tags it may not read")
+    for name, text in (("show", "print the policy in force for --agent"), ("rm", "remove it (back to default)"),
+                       ("list", "list the stored policies of --workspace")):
+        q = psub.add_parser(name, help=text)
+        _store_args(q)
     return parser
 
 
@@ -243,9 +258,36 @@ def cmd_umount(args: argparse.Namespace) -> int:
     raise CliError("unmounting is not built yet")
 
 
+def cmd_policy(args: argparse.Namespace) -> int:
+    from recallfs.query.policies import get_policy, list_policies, remove_policy, set_policy
+    from recallfs.scope.policy import PolicySpec, build_policy
+
+    cfg = resolve_settings(args)
+    principal = principal_from(cfg)
+    action = args.policy_command
+    with open_store(cfg, create=action == "set", read_only=action in ("show", "list")) as store:
+        if action == "set":
+            try:
+                policy = build_policy(PolicySpec(args.authors, args.visibility, args.deny_kind, args.deny_tag))
+            except ValueError as exc:
+                raise CliError(str(exc)) from None
+            set_policy(store, principal, policy)
+            print(f"policy for {principal}: {policy.describe()}")
+        elif action == "show":
+            policy, stored = get_policy(store, principal)
+            print(f"policy for {principal}: {policy.describe()}{'' if stored else ' (default)'}")
+        elif action == "rm":
+            removed = remove_policy(store, principal)
+            print(f"policy for {principal}: {'removed' if removed else 'none stored'}; the default applies")
+        else:
+            for agent, policy in list_policies(store, principal.org, principal.workspace):
+                print(f"{agent}: {policy.describe()}")
+    return EXIT_OK
+
+
 COMMANDS = {
     "init": cmd_init, "ingest": cmd_ingest, "recall": cmd_recall, "status": cmd_status, "eval": cmd_eval,
-    "mount": cmd_mount, "umount": cmd_umount,
+    "mount": cmd_mount, "umount": cmd_umount, "policy": cmd_policy,
 }
 
 

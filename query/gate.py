@@ -1,6 +1,6 @@
 """The one authorization gate. Every channel that turns ids into content goes through here.
 
-`scope_clause` gives the SQL every arm and listing filters by (partition + current + policy);
+`scope_clause` gives the SQL every arm and listing filters by (partition + read policy + current);
 `authorize` re-checks a list of candidate ids against it before any content is loaded, so an arm
 with a bug cannot leak a row it should not have returned.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import duckdb
 
 from recallfs.query.query_syntax import RecallOptions
-from recallfs.scope.predicate import partition_predicate
+from recallfs.scope.predicate import authorization_predicate
 from recallfs.scope.principal import Principal
 
 
@@ -20,7 +20,7 @@ def scope_clause(
     principal: Principal, schema: str, options: RecallOptions | None = None, *, current_only: bool = True
 ) -> tuple[str, list[object]]:
     """(sql, params) over alias `m`: the rows of a memory table this principal may see."""
-    sql, params = partition_predicate(principal, "m")
+    sql, params = authorization_predicate(principal, "m")
     clauses = [sql]
     if current_only:
         clauses.append(f"m.rid IN (SELECT rid FROM {schema}.heads)")

@@ -65,6 +65,17 @@ def _store_v1(conn: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _store_v2(conn: duckdb.DuckDBPyConnection) -> None:
+    # Read policies (scope/policy.py). authors ['*'] means every author.
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS main.policies (
+            org VARCHAR NOT NULL, workspace VARCHAR NOT NULL, agent VARCHAR NOT NULL,
+            authors VARCHAR[] NOT NULL, visibilities VARCHAR[] NOT NULL,
+            deny_kinds VARCHAR[] NOT NULL, deny_tags VARCHAR[] NOT NULL,
+            updated_at TIMESTAMP NOT NULL, PRIMARY KEY (org, workspace, agent))"""
+    )
+
+
 def _partition_v1(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
     conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     for table in MEMORY_TABLES:
@@ -74,7 +85,7 @@ def _partition_v1(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
     conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.heads (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL)")
 
 
-STORE_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_store_v1]
+STORE_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_store_v1, _store_v2]
 PARTITION_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, str], None]] = [_partition_v1]
 STORE_VERSION = len(STORE_MIGRATIONS)
 PARTITION_VERSION = len(PARTITION_MIGRATIONS)

@@ -1,0 +1,51 @@
+"""Read policies stored in `main.policies`: set, show, list, remove (`recallfs policy ...`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from recallfs.query.store import Store
+from recallfs.scope.policy import ALL_AUTHORS, DEFAULT, Policy
+from recallfs.scope.principal import Principal
+
+
+def set_policy(store: Store, principal: Principal, policy: Policy) -> None:
+    with store.transaction() as cur:
+        cur.execute(
+            "INSERT OR REPLACE INTO main.policies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [principal.org, principal.workspace, principal.agent,
+             [ALL_AUTHORS] if policy.authors is None else list(policy.authors), list(policy.visibilities),
+             list(policy.deny_kinds), list(policy.deny_tags), datetime.now()],
+        )
+
+
+def remove_policy(store: Store, principal: Principal) -> bool:
+    with store.transaction() as cur:
+        row = cur.execute(
+            "DELETE FROM main.policies WHERE org = ? AND workspace = ? AND agent = ? RETURNING agent",
+            [principal.org, principal.workspace, principal.agent],
+        ).fetchall()
+    return bool(row)
+
+
+def get_policy(store: Store, principal: Principal) -> tuple[Policy, bool]:
+    """(policy, stored?): the default policy when none is stored."""
+    row = store.cursor().execute(
+        "SELECT authors, visibilities, deny_kinds, deny_tags FROM main.policies "
+        "WHERE org = ? AND workspace = ? AND agent = ?",
+        [principal.org, principal.workspace, principal.agent],
+    ).fetchone()
+    if row is None:
+        return DEFAULT, False
+    authors, vis, kinds, tags = row
+    return Policy(
+        authors=None if ALL_AUTHORS in authors else tuple(authors), visibilities=tuple(vis),
+        deny_kinds=tuple(kinds), deny_tags=tuple(tags),
+    ), True
+
+
+def list_policies(store: Store, org: str, workspace: str) -> list[tuple[str, Policy]]:
+    agents = store.cursor().execute(
+        "SELECT agent FROM main.policies WHERE org = ? AND workspace = ? ORDER BY agent", [org, workspace]
+    ).fetchall()
+    return [(str(a), get_policy(store, Principal(org, workspace, str(a)))[0]) for (a,) in agents]
