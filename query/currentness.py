@@ -1,15 +1,93 @@
 """Which row is current: the derived `heads` table, and supersession chains.
 
-Memory rows are append-only. A memory is current when its highest version is active, no active
-row says it `supersedes` it, its own latest version names no `superseded_by`, and, for facts
-sharing a slot key, it is the newest such fact.
+Memory rows are append-only. A memory is current when:
+- its highest version is active (a newer version of the same id replaces the older ones);
+- following supersession links from it leads nowhere else: a link `old -> new` comes from a
+  non-deleted fact's `supersedes: old`, or from a fact's `superseded_by: new` naming a fact that exists and is
+  not deleted (so deleting a correction brings back what it had replaced, and a pointer to a fact
+  not ingested yet hides nothing);
+- and, for facts sharing a slot key, it is the newest such fact.
+
+Chains are walked to their head, at most MAX_CHAIN steps, and a cycle (bad data) resolves to its
+newest member rather than hiding every member or looping.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
 import duckdb
 
 MAX_CHAIN = 64  # supersession chains longer than this are cut: a guard against bad or cyclic data
+
+
+@dataclass(frozen=True, slots=True)
+class FactState:
+    """The latest version of one fact id, as far as currentness cares."""
+
+    id: str
+    status: str
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    created_at: datetime | None = None
+    version: int = 1
+    rid: int = 0
+
+    def newness(self) -> tuple[datetime, int, int, str]:
+        return (self.created_at or datetime.min, self.version, self.rid, self.id)
+
+
+def chain_head(
+    links: Mapping[str, str],
+    start: str,
+    limit: int = MAX_CHAIN,
+    rank: Mapping[str, Any] | None = None,
+) -> tuple[str, list[str]]:
+    """Follow `old -> new` links from start. Returns (head, path walked).
+
+    Stops after `limit` steps (the node reached then is the head). On a cycle the head is the cycle
+    member with the highest `rank` (by default the greatest id), so every member agrees on it.
+    Pure, so it is tested from a table.
+    """
+    path = [start]
+    index = {start: 0}
+    node = start
+    while node in links and len(path) <= limit:
+        node = links[node]
+        if node in index:
+            cycle = path[index[node]:]
+            head = max(cycle, key=lambda n: (1, rank[n], n) if rank is not None and n in rank else (0, n))
+            return head, path
+        index[node] = len(path)
+        path.append(node)
+    return path[-1], path
+
+
+def fact_links(facts: Mapping[str, FactState]) -> dict[str, str]:
+    """old id -> newer id among the latest versions (see the module docstring for which links count).
+
+    When a fact has several successors, the newest one wins, so the result does not depend on order.
+    """
+    candidates: dict[str, list[FactState]] = {}
+    for fact in facts.values():
+        if fact.status == "deleted":
+            continue
+        if fact.supersedes and fact.supersedes != fact.id and fact.supersedes in facts:
+            candidates.setdefault(fact.supersedes, []).append(fact)
+        target = facts.get(fact.superseded_by) if fact.superseded_by else None
+        if target is not None and target.status != "deleted" and target.id != fact.id:
+            candidates.setdefault(fact.id, []).append(target)
+    return {old: max(news, key=FactState.newness).id for old, news in candidates.items()}
+
+
+def replaced_ids(facts: Mapping[str, FactState], limit: int = MAX_CHAIN) -> set[str]:
+    """Ids whose supersession chain leads to another fact: they are not current."""
+    links = fact_links(facts)
+    rank = {fid: fact.newness() for fid, fact in facts.items()}
+    return {fid for fid in links if chain_head(links, fid, limit, rank)[0] != fid}
 
 
 def rebuild_heads(cur: duckdb.DuckDBPyConnection, schema: str) -> None:
@@ -22,44 +100,39 @@ def rebuild_heads(cur: duckdb.DuckDBPyConnection, schema: str) -> None:
                     SELECT rid, status, row_number() OVER (PARTITION BY id ORDER BY version DESC) AS rn
                     FROM {schema}.{table}) WHERE rn = 1 AND status = 'active'"""
         )
+    latest = f"""SELECT * FROM (
+            SELECT *, row_number() OVER (PARTITION BY id ORDER BY version DESC) AS rn FROM {schema}.facts)
+        WHERE rn = 1"""
+    # Only facts that take part in a link matter to the chain walk; the rest are read by SQL alone.
+    rows = cur.execute(
+        f"""WITH latest AS ({latest}),
+            named AS (SELECT supersedes AS id FROM latest WHERE supersedes IS NOT NULL
+                      UNION SELECT superseded_by FROM latest WHERE superseded_by IS NOT NULL)
+        SELECT id, status, supersedes, superseded_by, created_at, version, rid FROM latest
+        WHERE supersedes IS NOT NULL OR superseded_by IS NOT NULL OR id IN (SELECT id FROM named)"""
+    ).fetchall()
+    facts = {
+        str(r[0]): FactState(str(r[0]), str(r[1]), r[2], r[3], r[4], int(r[5]), int(r[6])) for r in rows
+    }
+    gone = sorted(replaced_ids(facts))
     cur.execute(
         f"""INSERT INTO {schema}.heads
-        WITH latest AS (
-            SELECT * FROM (
-                SELECT *, row_number() OVER (PARTITION BY id ORDER BY version DESC) AS rn FROM {schema}.facts)
-            WHERE rn = 1),
-        replaced AS (SELECT DISTINCT supersedes AS id FROM latest
-                     WHERE supersedes IS NOT NULL AND status <> 'deleted'),
+        WITH latest AS ({latest}),
         alive AS (
             SELECT * FROM latest
-            WHERE status = 'active' AND superseded_by IS NULL AND id NOT IN (SELECT id FROM replaced)),
+            WHERE status = 'active' AND id NOT IN (SELECT unnest(?::VARCHAR[]))),
         ranked AS (
-            SELECT rid, slot, row_number() OVER (
+            SELECT rid, row_number() OVER (
                 PARTITION BY coalesce(slot, '\\x00' || id) ORDER BY created_at DESC, version DESC, rid DESC) AS srn
             FROM alive)
-        SELECT rid, 'facts' FROM ranked WHERE srn = 1"""
+        SELECT rid, 'facts' FROM ranked WHERE srn = 1""",
+        [gone],
     )
 
 
-def chain_head(links: dict[str, str], start: str, limit: int = MAX_CHAIN) -> tuple[str, list[str]]:
-    """Follow `old -> new` links from start. Returns (head, path). Stops on a cycle or at the limit.
-
-    Pure, so it is tested from a table; callers build `links` from superseded_by/supersedes.
-    """
-    path = [start]
-    seen = {start}
-    node = start
-    while node in links and len(path) <= limit:
-        node = links[node]
-        if node in seen:
-            break
-        seen.add(node)
-        path.append(node)
-    return path[-1], path
-
-
 def supersession_links(cur: duckdb.DuckDBPyConnection, schema: str) -> dict[str, str]:
-    """old id -> newer id, from both directions of the relation and from shared slots."""
+    """old id -> newer id, from both directions of the relation and from shared slots (for history
+    views: every link, whatever the status of the rows)."""
     links: dict[str, str] = {}
     for old, new in cur.execute(
         f"""SELECT supersedes, id FROM {schema}.facts WHERE supersedes IS NOT NULL

@@ -30,6 +30,12 @@ def render_text(result: RecallResult, width: int = 100) -> str:
     ]
     for note in result.notes:
         lines.append(f"  note: {note}")
+    if result.entity is not None:  # an exact entity match: its card comes before the ranked hits
+        card = result.entity
+        lines.append(f"  entity {card.name}: {card.total_facts} current facts")
+        for f in card.facts:
+            lines.append("     - " + textwrap.shorten(f"[{f['kind']} {f['id']}] {f['content']}", width=width - 7,
+                                                    placeholder=" ..."))
     for hit in result.hits:
         r = hit.row
         when = r["created_at"].strftime("%Y-%m-%d") if r["created_at"] else "?"
@@ -58,6 +64,12 @@ def render_context(result: RecallResult) -> str:
     if result.degraded_reason:
         attrs += f" degraded_reason={quoteattr(result.degraded_reason)}"
     out = [f"<memory {attrs}>"]
+    if result.entity is not None:  # an exact entity match: its card comes before the ranked hits
+        card = result.entity
+        out.append(f"<entity name={quoteattr(card.name)} facts=\"{card.total_facts}\">")
+        out.extend(f"<fact id={quoteattr(f['id'])} kind={quoteattr(f['kind'])}>{escape(f['content'])}</fact>"
+                   for f in card.facts)
+        out.append("</entity>")
     for hit in result.hits:
         r = hit.row
         when = r["created_at"].isoformat(sep=" ", timespec="minutes") if r["created_at"] else ""

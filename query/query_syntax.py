@@ -2,7 +2,8 @@
 `offset:` `recent:` `budget:`. A pure parser: text in, (clean query, options, errors) out.
 
 Unknown `word:value` tokens stay in the query text (so "D1:3" or "12:30" are searched as written).
-A malformed value never raises: the option is dropped and the reason is reported.
+A malformed value never raises: the option is dropped and the reason is reported. Times are naive
+UTC, as the store keeps them.
 """
 
 from __future__ import annotations
@@ -10,13 +11,19 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+
+from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS
 
 MAX_K = 200
+MAX_OFFSET = 100_000
+MIN_BUDGET, MAX_BUDGET = 16, 1_000_000
 
 _OPTION = re.compile(r'^(kind|tag|session|agent|since|until|k|offset|recent|budget):(.*)$', re.I)
 _DURATION = re.compile(r"^(\d+)\s*([hdwmy])$", re.I)
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_WHOLE = re.compile(r"^[+-]?[0-9]+$")
 
 
 @dataclass(slots=True)
@@ -34,12 +41,16 @@ class RecallOptions:
 
     def merged(self, other: RecallOptions) -> RecallOptions:
         """Values set in `other` win (inline options over CLI flags)."""
-        out = RecallOptions(**{f: getattr(self, f) for f in self.__slots__})  # type: ignore[attr-defined]
+        out = RecallOptions(**{f: _copied(getattr(self, f)) for f in self.__slots__})  # type: ignore[attr-defined]
         for name in self.__slots__:  # type: ignore[attr-defined]
             value = getattr(other, name)
             if value not in (None, []):
-                setattr(out, name, value)
+                setattr(out, name, _copied(value))
         return out
+
+
+def _copied(value: object) -> object:
+    return list(value) if isinstance(value, list) else value
 
 
 @dataclass(slots=True)
@@ -59,26 +70,91 @@ def parse_duration_days(value: str) -> float:
     return n * _UNIT_DAYS[m.group(2).lower()]
 
 
-def parse_when(value: str, now: datetime) -> datetime:
-    """An ISO date/date-time, or a duration meaning that long before now."""
+def utc_now() -> datetime:
+    """Now, as the store keeps time: naive UTC."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def parse_when(value: str, now: datetime, *, end_of_day: bool = False) -> datetime:
+    """An ISO date/date-time, or a duration meaning that long before now. Naive UTC, like the store.
+
+    With `end_of_day`, a bare date means the last instant of that day (so `until:2026-06-11`
+    includes memories from June 11).
+    """
     text = value.strip()
     if _DURATION.match(text):
         return now - timedelta(days=parse_duration_days(text))
     try:
-        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise ValueError(f"{value!r} is not a date (2026-06-11) or a duration (7d)") from None
-    return ts.replace(tzinfo=None) if ts.tzinfo else ts
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(UTC).replace(tzinfo=None)
+    if end_of_day and _DATE_ONLY.match(text):
+        ts = ts + timedelta(days=1) - timedelta(microseconds=1)
+    return ts
 
 
-def _int(value: str, name: str, lo: int, hi: int) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError(f"{name}:{value} is not a whole number") from None
+def _int(value: str, lo: int, hi: int) -> int:
+    text = value.strip()
+    if not _WHOLE.match(text):
+        raise ValueError(f"{value!r} is not a whole number")
+    n = int(text)
     if not lo <= n <= hi:
-        raise ValueError(f"{name}:{value} must be between {lo} and {hi}")
+        raise ValueError(f"{n} is outside {lo}..{hi}")
     return n
+
+
+def _names(value: str, name: str) -> list[str]:
+    out = [v.strip() for v in value.split(",") if v.strip()]
+    if not out:
+        raise ValueError(f"{name}: needs a value, e.g. {name}:{_EXAMPLES[name]}")
+    return out
+
+
+_EXAMPLES = {
+    "kind": "decision", "tag": "ci", "session": "s-12", "agent": "atlas", "since": "7d", "until": "2026-06-11",
+    "k": "20", "offset": "10", "recent": "7d", "budget": "800",
+}
+
+
+def apply_option(opts: RecallOptions, name: str, value: str, now: datetime) -> None:
+    """Set one option on `opts` from its text. Raises ValueError with a reason for the user.
+
+    The one place that reads option values: inline options and the CLI's flags both come here.
+    """
+    name = name.lower()
+    value = value.strip()
+    if name not in _EXAMPLES:
+        raise ValueError(f"unknown option {name}:")
+    if not value and name != "recent":
+        raise ValueError(f"{name}: needs a value, e.g. {name}:{_EXAMPLES[name]}")
+    if name == "kind":
+        opts.kinds.extend(v.lower() for v in _names(value, name))
+    elif name == "tag":
+        opts.tags.extend(_names(value, name))
+    elif name == "session":
+        opts.session = value
+    elif name == "agent":
+        opts.agent = value
+    elif name == "since":
+        opts.since = parse_when(value, now)
+    elif name == "until":
+        opts.until = parse_when(value, now, end_of_day=True)
+    elif name == "k":
+        opts.k = _int(value, 1, MAX_K)
+    elif name == "offset":
+        opts.offset = _int(value, 0, MAX_OFFSET)
+    elif name == "budget":
+        opts.budget = _int(value, MIN_BUDGET, MAX_BUDGET)
+    elif name == "recent":
+        low = value.lower()
+        if low in ("", "on", "true", "yes"):
+            opts.recent_half_life_days = DEFAULT_HALF_LIFE_DAYS
+        elif low in ("off", "false", "no"):
+            opts.recent_half_life_days = 0.0
+        else:
+            opts.recent_half_life_days = parse_duration_days(value)
 
 
 def _split(text: str) -> list[str]:
@@ -95,7 +171,7 @@ def _split(text: str) -> list[str]:
 
 
 def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
-    now = now or datetime.now()
+    now = now or utc_now()
     opts = RecallOptions()
     errors: list[str] = []
     words: list[str] = []
@@ -104,39 +180,12 @@ def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
         if not m:
             words.append(token)
             continue
-        name, value = m.group(1).lower(), m.group(2).strip()
+        name, value = m.group(1).lower(), m.group(2)
         try:
-            if not value and name != "recent":
-                raise ValueError(f"{name}: needs a value")
-            if name == "kind":
-                opts.kinds.extend(v.lower() for v in value.split(",") if v)
-            elif name == "tag":
-                opts.tags.extend(v for v in value.split(",") if v)
-            elif name == "session":
-                opts.session = value
-            elif name == "agent":
-                opts.agent = value
-            elif name == "since":
-                opts.since = parse_when(value, now)
-            elif name == "until":
-                opts.until = parse_when(value, now)
-            elif name == "k":
-                opts.k = _int(value, "k", 1, MAX_K)
-            elif name == "offset":
-                opts.offset = _int(value, "offset", 0, 100_000)
-            elif name == "budget":
-                opts.budget = _int(value, "budget", 16, 1_000_000)
-            elif name == "recent":
-                low = value.lower()
-                if low in ("", "on", "true", "yes"):
-                    opts.recent_half_life_days = 30.0
-                elif low in ("off", "false", "no"):
-                    opts.recent_half_life_days = 0.0
-                else:
-                    opts.recent_half_life_days = parse_duration_days(value)
+            apply_option(opts, name, value, now)
         except ValueError as exc:
-            errors.append(str(exc))
+            errors.append(f"ignored {name}:{value.strip()} ({exc})")
     if opts.since and opts.until and opts.since > opts.until:
-        errors.append("since: is after until: so nothing can match; both were dropped")
+        errors.append("since: is after until: so nothing could match; both were ignored")
         opts.since = opts.until = None
     return ParsedQuery(text=" ".join(words), options=opts, errors=errors)

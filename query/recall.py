@@ -17,9 +17,11 @@ from recallfs.query.lexical import query_terms
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions, parse_query
+from recallfs.query.shaping import EntityCard, apply_stages, entity_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.fusion import list_key, rrf
+from recallfs.ranking.pipeline import StageConfig
 from recallfs.scope.principal import Principal
 
 log = logging.getLogger("recallfs.recall")
@@ -39,9 +41,11 @@ class SemanticArm(Protocol):
         ...
 
     def search(
-        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int
+        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
     ) -> list[int]:
-        """Ranked rids; raises on failure (recall contains it)."""
+        """Ranked rids; raises on failure (recall contains it). `alone`: no lexical arm runs beside it
+        (the arm may then keep weaker neighbours than it would offer to fusion)."""
         ...
 
 
@@ -55,6 +59,8 @@ class Hit:
     arms: list[str]
     ranks: dict[str, int]
     row: dict[str, Any]
+    # other memories folded into this hit by dedup or near-duplicate collapse: {id, table, source_id}
+    also: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         r = self.row
@@ -74,6 +80,8 @@ class Hit:
             "tags": list(r["tags"] or []),
             "provenance": {"source": r["source"], "refs": list(r["refs"] or []), "ranks": self.ranks},
         }
+        if self.also:
+            out["provenance"]["also"] = self.also
         for key in ("speaker", "seq", "entity", "title", "caption"):
             if r.get(key) is not None:
                 out[key] = r[key]
@@ -95,6 +103,9 @@ class RecallResult:
     k: int
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The entity the query names exactly: shown before the hits (it is not a hit and takes no rank).
+    entity: EntityCard | None = None
+    stages: dict[str, str] = field(default_factory=dict)  # what each shaping stage did
 
     @property
     def has_more(self) -> bool:
@@ -120,6 +131,8 @@ class RecallResult:
             },
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "notes": self.notes,
+            "entity": self.entity.as_json() if self.entity else None,
+            "stages": self.stages,
         }
 
 
@@ -149,7 +162,10 @@ def recall(
     rrf_k: int = 60,
     weights: dict[str, float] | None = None,
     now: datetime | None = None,
+    stages: StageConfig | None = None,
 ) -> RecallResult:
+    """`weights`: provenance weights for fusion (None: the defaults in ranking.provenance; {}: equal).
+    `stages`: which shaping stages run (None: the shipped defaults, see ranking.pipeline.StageConfig)."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {', '.join(ARMS)}")
     timer = _Timer()
@@ -207,22 +223,29 @@ def recall(
 
     if want_semantic and semantic is not None and not result.degraded and parsed.text.strip():
         for table in MEMORY_TABLES:
+            if result.degraded:
+                break  # one failure degrades the arm: the other tables would only fail or wait again
             try:
                 rids = timer.run(
                     "semantic",
                     lambda table=table: semantic.search(
-                        store, schema, table, parsed.text, where, params, candidates
+                        store, schema, table, parsed.text, where, params, candidates, alone=arm == "semantic"
                     ),
                 )
-            except TimeoutError:
+            except TimeoutError as exc:
                 result.degraded, result.degraded_reason = True, "timeout"
+                notes.append(f"semantic arm: {exc}; answered from the lexical arm")
                 rids = []
-            except Exception:
+            except Exception as exc:
                 log.exception("semantic arm failed on %s", table)
                 result.degraded, result.degraded_reason = True, "error"
+                notes.append(f"semantic arm failed on {table}: {exc or type(exc).__name__}")
                 rids = []
             lists[list_key("semantic", table)] = rids
             tables.update((rid, table) for rid in rids)
+        if result.degraded:  # all or nothing: a degraded answer carries no semantic hits
+            for table in MEMORY_TABLES:
+                lists.pop(list_key("semantic", table), None)
 
     fused: list[Candidate] = timer.run("fusion", lambda: rrf(lists, tables, weights=weights, k=rrf_k))
 
@@ -238,13 +261,26 @@ def recall(
         row = rows[cand.rid]
         cand.created_at = row["created_at"]
         cand.id = row["id"]
+        cand.content, cand.kind, cand.tags = row["content"], row["kind"], tuple(row["tags"] or ())
     fused = ordered(fused)
+    config = stages or StageConfig()
+    shaped = timer.run("shaping", lambda: apply_stages(
+        cur, schema, fused, config, text=parsed.text, terms=terms, options=opts,
+        semantic=semantic if want_semantic and not result.degraded else None))
+    fused = shaped.cands
+    notes.extend(shaped.notes)
+    result.stages = shaped.stages
+    timer.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
+    if config.entity_first and parsed.text.strip():
+        result.entity = timer.run("entity", lambda: entity_card(cur, schema, parsed.text, where, params))
 
     result.total_candidates = len(fused)
     page = fused[offset: offset + k]
     result.hits = [
         Hit(rank=offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score,
-            arms=sorted(c.arms), ranks=dict(c.ranks), row=rows[c.rid])
+            arms=sorted(c.arms), ranks=dict(c.ranks), row=rows[c.rid],
+            also=[{"id": rows[r]["id"], "table": tables[r], "source_id": rows[r]["source_id"]}
+                  for r in c.merged if r in rows])
         for i, c in enumerate(page)
     ]
     if not fused:

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+# Scores are sums of floats whose order of addition can differ between equal candidates; rounding
+# the sort key makes "equal" mean equal, so the tie-break (newest, then id) decides, not noise.
+_SCORE_DIGITS = 12
+
 
 @dataclass(slots=True)
 class Candidate:
@@ -16,12 +20,41 @@ class Candidate:
     ranks: dict[str, int] = field(default_factory=dict)
     created_at: datetime | None = None
     id: str = ""
+    # Filled from the loaded row (after authorization) for the stages that look at content.
+    content: str = ""
+    kind: str = ""
+    tags: tuple[str, ...] = ()
+    # rids of other authorized rows folded into this hit by dedup or near-duplicate collapse
+    merged: list[int] = field(default_factory=list)
+
+    def copy(self) -> Candidate:
+        """An independent copy: stages return new candidates rather than changing their input."""
+        return Candidate(
+            rid=self.rid, table=self.table, score=self.score, arms=set(self.arms), ranks=dict(self.ranks),
+            created_at=self.created_at, id=self.id, content=self.content, kind=self.kind, tags=self.tags,
+            merged=list(self.merged),
+        )
 
     def sort_key(self) -> tuple[float, float, str, int]:
         """Deterministic order: score descending, then newest, then id, then row id."""
-        ts = self.created_at.timestamp() if self.created_at else 0.0
-        return (-self.score, -ts, self.id, self.rid)
+        ts = self.created_at.timestamp() if self.created_at else float("-inf")
+        return (-round(self.score, _SCORE_DIGITS), -ts, self.id, self.rid)
 
 
 def ordered(cands: list[Candidate]) -> list[Candidate]:
+    """The tie-break stage: score descending, then newest, then id (then rid, so it is total)."""
     return sorted(cands, key=Candidate.sort_key)
+
+
+def absorb(keeper: Candidate, other: Candidate) -> None:
+    """Fold `other` into `keeper`: every provenance survives (arms, per-list ranks, merged rids).
+
+    The keeper's score becomes the better of the two, so a group ranks where its best member ranked.
+    """
+    keeper.score = max(keeper.score, other.score)
+    keeper.arms |= other.arms
+    for name, rank in other.ranks.items():
+        keeper.ranks[name] = min(rank, keeper.ranks.get(name, rank))
+    for rid in (other.rid, *other.merged):
+        if rid != keeper.rid and rid not in keeper.merged:
+            keeper.merged.append(rid)

@@ -2,8 +2,9 @@
 
 score(d) = sum over lists L containing d of  w(L) / (k + rank_L(d))
 
-normalised by the best score any document could reach (rank 1 in every list), so that scores lie
-in 0..1 and mean the same thing from one query to the next.
+normalised by the best score any one row could reach: rank 1 in every list of the best-weighted
+table (a row lives in one table). Empty lists count in that bound, so a score means the same thing
+whichever arms happened to find something; scores lie in 0..1.
 """
 
 from __future__ import annotations
@@ -11,12 +12,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.provenance import split_list_name, weight_for
 
 RRF_K = 60
 
 
 def list_key(arm: str, table: str) -> str:
     return f"{arm}:{table}"
+
+
+def best_possible(names: Sequence[str], weights: Mapping[str, float] | None, k: int) -> float:
+    """The highest fused score one row can reach over these lists (0 when every weight is 0)."""
+    per_table: dict[str, float] = {}
+    for name in names:
+        w = weight_for(name, weights)
+        if w > 0:
+            table = split_list_name(name)[1]
+            per_table[table] = per_table.get(table, 0.0) + w / (k + 1)
+    return max(per_table.values(), default=0.0)
 
 
 def rrf(
@@ -28,17 +41,18 @@ def rrf(
 ) -> list[Candidate]:
     """Fuse ranked lists of row ids. `lists` maps `arm:table` to rids, best first.
 
-    A rid repeated inside one list counts once, at its best rank. Lists with weight 0 are ignored.
+    `weights` keys are lists, arms or tables (see ranking.provenance); None means the provenance
+    defaults, {} equal weights. A rid repeated inside one list counts once, at its best rank.
+    Lists with weight 0 are ignored.
     """
-    weights = weights or {}
+    if k < 1:
+        raise ValueError("the RRF k constant must be at least 1")
     fused: dict[int, Candidate] = {}
-    best_possible = 0.0
     for name, rids in lists.items():
-        w = float(weights.get(name, 1.0))
-        if w <= 0 or not rids:
+        w = weight_for(name, weights)
+        if w <= 0:
             continue
-        best_possible += w / (k + 1)
-        arm = name.split(":", 1)[0]
+        arm = split_list_name(name)[0]
         seen: set[int] = set()
         rank = 0
         for rid in rids:
@@ -52,7 +66,8 @@ def rrf(
             cand.score += w / (k + rank)
             cand.arms.add(arm)
             cand.ranks[name] = rank
-    if best_possible > 0:
+    bound = best_possible(list(lists), weights, k)
+    if bound > 0:
         for cand in fused.values():
-            cand.score /= best_possible
+            cand.score /= bound
     return ordered(list(fused.values()))

@@ -1,0 +1,182 @@
+"""The I/O side of the ranking stages, for recall(): what the pure stages in `ranking/` need from the
+store (stored embeddings, entity names and cards), fetched only for authorized rows.
+
+Everything here fails soft: a store without a vectors table (semantic arm never run, or an older
+store) gives no embeddings, and the stages that need them say so in a note and skip or fall back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from recallfs.query.query_syntax import RecallOptions
+from recallfs.query.vectors import META_MODEL, VECTORS
+from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.entity_match import match_entity
+from recallfs.ranking.pipeline import Shaped, StageConfig, shape
+from recallfs.ranking.text import words
+
+log = logging.getLogger("recallfs.shaping")
+
+ENTITY_CARD_FACTS = 20  # facts shown on an entity card; the rest are in entities/<name>.md
+MAX_ENTITY_WORDS = 8  # longer queries are not looked up as entity names
+
+
+@dataclass(slots=True)
+class EntityCard:
+    """The entity a query names exactly, shown before the ranked hits (alpha-recall's exact match)."""
+
+    name: str
+    facts: list[dict[str, Any]] = field(default_factory=list)  # current, authorized, newest first
+    total_facts: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "total_facts": self.total_facts, "facts": self.facts}
+
+
+def load_vectors(
+    cur: duckdb.DuckDBPyConnection, schema: str, rids: Sequence[int]
+) -> tuple[dict[int, np.ndarray] | None, str | None]:
+    """Stored embeddings of these (already authorized) rows: (rid -> vector, None), or (None, why).
+
+    Reads the partition's `vectors (rid, tbl, model, embedding FLOAT[d])` table (query/vectors.py),
+    keeping only the store's current model: a store being re-embedded briefly holds two models'.
+    """
+    if not rids:
+        return {}, None
+    # The rids are our own integers, so they go in as literals: DuckDB plans `IN (1, 2, ...)` as a
+    # cheap filter, while a bound list through unnest costs about 20 ms per call.
+    wanted = ", ".join(str(int(r)) for r in rids)
+    model = f"(SELECT value FROM main.meta WHERE key = '{META_MODEL}')"
+    try:
+        table = cur.execute(
+            f"""SELECT rid, embedding FROM {schema}.{VECTORS} WHERE rid IN ({wanted})
+                AND ({model} IS NULL OR model = {model})"""
+        ).fetchnumpy()
+    except duckdb.CatalogException:
+        return None, "no stored embeddings in this workspace yet (the stages that need them fell back)"
+    except duckdb.Error as exc:  # a half-migrated or foreign table must not break recall
+        log.warning("loading stored embeddings from %s failed: %s", schema, exc)
+        return None, f"stored embeddings could not be read ({type(exc).__name__}); the stages that need them fell back"
+    out = {int(rid): np.asarray(vec, dtype=np.float32)
+           for rid, vec in zip(table["rid"].tolist(), table["embedding"], strict=True)}
+    return out, None
+
+
+def entity_names(cur: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
+    """Every entity named by a fact in the partition. Unscoped, so never shown as such: a name only
+    leads to a card through `entity_card`, whose query carries the scope clause."""
+    rows = cur.execute(f"SELECT DISTINCT entity FROM {schema}.facts WHERE entity IS NOT NULL").fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def entity_card(
+    cur: duckdb.DuckDBPyConnection, schema: str, query_text: str, where: str, params: list[object]
+) -> EntityCard | None:
+    """The card of the entity the query names exactly, or None: also when none of its facts is
+    current and readable by this principal (a denied entity is absent), and when the lookup fails
+    (the card is an extra; recall never fails for it)."""
+    if not 0 < len(words(query_text)) <= MAX_ENTITY_WORDS:
+        return None  # an exact match needs the whole query to be a name: a sentence never is
+    try:
+        names = entity_names(cur, schema)
+        name = match_entity(query_text, names)
+        if name is None:
+            return None
+        spellings = [n for n in names if words(n) == words(name)]  # "Maya" and "maya" are one entity
+        rows = cur.execute(
+            f"""SELECT m.id, m.kind, m.content, m.created_at, m.version, m.tags, count(*) OVER () AS total
+                FROM {schema}.facts m WHERE m.entity IN (SELECT unnest(?::VARCHAR[])) AND {where}
+                ORDER BY m.created_at DESC, m.id LIMIT ?""",
+            [spellings, *params, ENTITY_CARD_FACTS],
+        ).fetchall()
+    except duckdb.Error:
+        log.exception("entity lookup failed in %s", schema)
+        return None
+    if not rows:
+        return None
+    facts = [
+        {"id": r[0], "kind": r[1], "content": r[2], "created_at": r[3].isoformat() if r[3] else None,
+         "version": r[4], "tags": list(r[5] or [])}
+        for r in rows
+    ]
+    return EntityCard(name=name, facts=facts, total_facts=int(rows[0][6]))
+
+
+def query_vector(semantic: Any, text: str) -> tuple[np.ndarray | None, str | None]:
+    """The query's embedding from the semantic arm that just ran: its embedder caches the vector of
+    the query it embedded, so this costs nothing. (None, why) when there is none."""
+    if semantic is None:
+        return None, "no query embedding: the semantic arm did not run"
+    embedder = getattr(semantic, "embedder", semantic)
+    fn = getattr(embedder, "embed_query", None)
+    if not callable(fn):
+        return None, "no query embedding: the semantic arm offers none"
+    try:
+        vec = fn(text, budget_ms=getattr(semantic, "budget_ms", None))
+    except Exception as exc:  # a failed embed only turns the reranker off
+        return None, f"no query embedding ({type(exc).__name__})"
+    return np.asarray(vec, dtype=np.float32), None
+
+
+def apply_stages(
+    cur: duckdb.DuckDBPyConnection,
+    schema: str,
+    cands: list[Candidate],
+    config: StageConfig,
+    *,
+    text: str,
+    terms: Sequence[str],
+    options: RecallOptions,
+    semantic: Any = None,
+) -> Shaped:
+    """Gather what the enabled stages need, then run them (ranking.pipeline.shape) over the authorized
+    candidates. `semantic` is the arm that ran, or None when it did not (no query embedding then).
+
+    Never raises: should a stage fail, the fused order stands and a note says so."""
+    try:
+        return _apply_stages(cur, schema, cands, config, text=text, terms=terms, options=options,
+                             semantic=semantic)
+    except Exception as exc:
+        log.exception("ranking stages failed")
+        return Shaped(cands=ordered(cands), notes=[f"ranking stages failed ({type(exc).__name__}); "
+                                                   "hits are in fused order"], stages={"error": str(exc)})
+
+
+def _apply_stages(
+    cur: duckdb.DuckDBPyConnection,
+    schema: str,
+    cands: list[Candidate],
+    config: StageConfig,
+    *,
+    text: str,
+    terms: Sequence[str],
+    options: RecallOptions,
+    semantic: Any,
+) -> Shaped:
+    budget = options.budget
+    wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
+    vectors: dict[int, np.ndarray] | None = None
+    vector_note = None
+    if wants_vectors and cands:
+        vectors, vector_note = load_vectors(cur, schema, [c.rid for c in cands])
+    qvec = None
+    qvec_note = None
+    if config.rerank and cands:
+        qvec, qvec_note = query_vector(semantic, text)
+    shaped = shape(cands, config, query=text, terms=terms, query_vector=qvec, vectors=vectors,
+                   recent_half_life_days=options.recent_half_life_days, budget_tokens=budget)
+    if vector_note:
+        # Collapse falls back to exact text on its own; only stages the caller asked for get a note.
+        shaped.stages["embeddings"] = vector_note
+        if config.rerank or budget is not None:
+            shaped.notes.insert(0, vector_note)
+    if qvec_note and not any(qvec_note in n for n in shaped.notes):
+        shaped.stages["rerank"] = f"skipped: {qvec_note}"
+    return shaped

@@ -1,0 +1,9 @@
+"""The min_score cut-off: hits scoring below it are dropped (0 keeps everything)."""
+
+from __future__ import annotations
+
+from recallfs.ranking.candidates import Candidate
+
+
+def cut_below(cands: list[Candidate], min_score: float) -> list[Candidate]:
+    return [c.copy() for c in cands if c.score >= min_score]

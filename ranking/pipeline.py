@@ -1,0 +1,188 @@
+"""The shaping stages in their fixed order (design.md section 4), each one switchable for ablation.
+
+    fused candidates -> identity dedup -> rerank (off) -> near-duplicate collapse (on)
+      -> metadata bonuses (off) -> recency (neutral; auto on temporal intent)
+      -> token budget + MMR (opt-in: budget:N) -> min_score -> tie-break
+
+Pure: the caller passes everything in (query embedding, stored embeddings, a clock) and gets the
+candidates back with notes on what each stage did and how long it took.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from recallfs.ranking.bonuses import metadata_bonus
+from recallfs.ranking.budget import DEFAULT_LAMBDA, budget_select
+from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.collapse import DEFAULT_THRESHOLD, collapse_near_duplicates
+from recallfs.ranking.cutoff import cut_below
+from recallfs.ranking.dedup import dedup_identity
+from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS, dampen_recency
+from recallfs.ranking.rerank import rerank
+from recallfs.ranking.similarity import Vector
+from recallfs.ranking.temporal import temporal_intent
+
+RECENCY_MODES = ("off", "auto", "on")
+# The names --ablate toggles, in pipeline order.
+STAGES = ("dedup", "rerank", "collapse", "bonuses", "recency", "mmr", "min_score")
+
+
+@dataclass(frozen=True, slots=True)
+class StageConfig:
+    """Which shaping stages run, and their knobs. The defaults are the shipped pipeline."""
+
+    dedup: bool = True
+    rerank: bool = False
+    rerank_mix: float = 0.5           # weight of the cosine in the blended score
+    rerank_budget_ms: float = 50.0    # past this the fused order is kept
+    collapse: bool = True
+    collapse_threshold: float = DEFAULT_THRESHOLD
+    recency: str = "auto"             # off | auto (on for temporal intent or recent:) | on
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+    mmr: bool = True                  # with budget:N, choose by MMR diversity (False: by score only)
+    mmr_lambda: float = DEFAULT_LAMBDA
+    min_score: float = 0.0
+    tag_bonus: float = 0.0            # 0 is off
+    kind_bonus: float = 0.0           # 0 is off
+    entity_first: bool = True         # exact entity match puts the entity's card first
+
+    def __post_init__(self) -> None:
+        if self.recency not in RECENCY_MODES:
+            raise ValueError(f"recency must be one of {', '.join(RECENCY_MODES)}, not {self.recency!r}")
+        if not 0.0 <= self.rerank_mix <= 1.0:
+            raise ValueError("rerank_mix must lie in 0..1")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise ValueError("mmr_lambda must lie in 0..1")
+        if not -1.0 <= self.collapse_threshold <= 1.0:
+            raise ValueError("collapse_threshold is a cosine: it must lie in -1..1")
+        if self.half_life_days <= 0:
+            raise ValueError("half_life_days must be positive")
+
+    def replace(self, **changes: Any) -> StageConfig:
+        return dataclasses.replace(self, **changes)
+
+    def toggled(self, stage: str) -> StageConfig:
+        """The config with one stage of STAGES flipped: what --ablate measures, row by row."""
+        if stage == "recency":
+            return self.replace(recency="off" if self.recency != "off" else "auto")
+        if stage == "bonuses":
+            on = self.tag_bonus > 0 or self.kind_bonus > 0
+            return self.replace(tag_bonus=0.0 if on else 0.1, kind_bonus=0.0 if on else 0.1)
+        if stage == "min_score":
+            return self.replace(min_score=0.0 if self.min_score > 0 else 0.05)
+        if stage in ("dedup", "rerank", "collapse", "mmr"):
+            return self.replace(**{stage: not getattr(self, stage)})
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
+
+@dataclass(slots=True)
+class Shaped:
+    cands: list[Candidate]
+    notes: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    # stage -> what it did, for results.json ("on", "off", "skipped: ...", "auto: 'latest'", ...)
+    stages: dict[str, str] = field(default_factory=dict)
+
+
+def recency_half_life(config: StageConfig, query: str, recent_option: float | None) -> tuple[float, str]:
+    """(half-life in days, 0 for off; why). `recent:` wins over the config, the config over intent."""
+    if recent_option is not None:
+        if recent_option <= 0:
+            return 0.0, "off (recent:off)"
+        return recent_option, f"on (recent:, half-life {recent_option:g}d)"
+    if config.recency == "off":
+        return 0.0, "off"
+    if config.recency == "on":
+        return config.half_life_days, f"on (half-life {config.half_life_days:g}d)"
+    phrase = temporal_intent(query)
+    if phrase:
+        return config.half_life_days, f"auto: temporal intent {phrase!r} (half-life {config.half_life_days:g}d)"
+    return 0.0, "neutral (no temporal intent)"
+
+
+def shape(
+    cands: list[Candidate],
+    config: StageConfig,
+    *,
+    query: str,
+    terms: Sequence[str] = (),
+    query_vector: Vector | None = None,
+    vectors: Mapping[int, Vector] | None = None,
+    recent_half_life_days: float | None = None,
+    budget_tokens: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Shaped:
+    """Run the stages in order over authorized, loaded candidates. `query` is the search text (inline
+    options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding."""
+    out = Shaped(cands=ordered([c.copy() for c in cands]))
+
+    def timed(name: str, fn: Callable[[], list[Candidate]]) -> None:
+        t0 = clock()
+        out.cands = fn()
+        out.timings_ms[name] = (clock() - t0) * 1000
+
+    if config.dedup:
+        timed("dedup", lambda: dedup_identity(out.cands))
+    out.stages["dedup"] = "on" if config.dedup else "off"
+
+    if config.rerank:
+        def _rerank() -> list[Candidate]:
+            ranked, note = rerank(out.cands, query_vector, vectors, mix=config.rerank_mix,
+                                  budget_ms=config.rerank_budget_ms, clock=clock)
+            out.stages["rerank"] = "on" if note is None else f"skipped: {note}"
+            if note:
+                out.notes.append(note)
+            return ranked
+        timed("rerank", _rerank)
+    else:
+        out.stages["rerank"] = "off"
+
+    if config.collapse:
+        def _collapse() -> list[Candidate]:
+            kept, note = collapse_near_duplicates(out.cands, vectors, threshold=config.collapse_threshold)
+            # A fallback to exact text is reported in `stages` only: it is routine while fresh rows
+            # wait for their embeddings, and it never hides a hit.
+            out.stages["collapse"] = "on" if note is None else "on; " + note
+            return kept
+        timed("collapse", _collapse)
+    else:
+        out.stages["collapse"] = "off"
+
+    if config.tag_bonus > 0 or config.kind_bonus > 0:
+        words_in = list(terms) if terms else query
+        timed("bonuses", lambda: metadata_bonus(out.cands, words_in, tag_bonus=config.tag_bonus,
+                                                kind_bonus=config.kind_bonus))
+        out.stages["bonuses"] = f"tag x{1 + config.tag_bonus:g}, kind x{1 + config.kind_bonus:g}"
+    else:
+        out.stages["bonuses"] = "off"
+
+    half_life, why = recency_half_life(config, query, recent_half_life_days)
+    out.stages["recency"] = why
+    if half_life > 0:
+        timed("recency", lambda: dampen_recency(out.cands, half_life))
+
+    if budget_tokens is not None:
+        def _budget() -> list[Candidate]:
+            kept, note = budget_select(out.cands, budget_tokens, vectors, diversity=config.mmr,
+                                       mmr_lambda=config.mmr_lambda)
+            out.notes.append(note)
+            out.stages["mmr"] = note
+            return kept
+        timed("budget", _budget)
+    else:
+        out.stages["mmr"] = "off (no budget:N)"
+
+    if config.min_score > 0:
+        before = len(out.cands)
+        timed("min_score", lambda: cut_below(out.cands, config.min_score))
+        out.stages["min_score"] = f"{config.min_score:g}: dropped {before - len(out.cands)}"
+    else:
+        out.stages["min_score"] = "off"
+
+    timed("tie_break", lambda: ordered(out.cands))
+    return out

@@ -1,0 +1,63 @@
+"""Provenance: which table a hit came from, and how much each ranked list counts in fusion.
+
+The one place that holds the default weights. Distilled facts rank above summaries, and summaries
+above raw turns: a fact is a memory someone chose to keep, a turn is what was said on the way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from recallfs.ranking.candidates import Candidate
+
+# Lower is better provenance. Unknown tables come last.
+TABLE_PRIORITY: dict[str, int] = {"facts": 0, "summaries": 1, "turns": 2}
+
+# Keys: a table ("facts"), an arm ("semantic") or one list ("semantic:turns"). A list's weight is
+# its own key when present, else (arm weight) x (table weight), each 1.0 when absent.
+#
+# Chosen by measurement (developer-notes/ranking.md has the figures): a steep table gradient
+# (1 / 0.9 / 0.8) cost 4 points of turn R@10 on LoCoMo, where the evidence is in turns, while
+# 1 / 0.97 / 0.94 keeps facts first among near-equals and matches equal weights; the lexical arm at
+# 0.7 helped both LoCoMo (nDCG@10 +0.006) and the demo set (MRR +0.034).
+DEFAULT_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.97, "turns": 0.94, "lexical": 0.7}
+
+
+def split_list_name(name: str) -> tuple[str, str]:
+    """'lexical:facts' -> ('lexical', 'facts'); a bare name is an arm over no named table."""
+    arm, _, table = name.partition(":")
+    return arm, table
+
+
+def weight_for(name: str, weights: Mapping[str, float] | None) -> float:
+    """The weight of the ranked list `arm:table`. `None` means the defaults; `{}` means all equal."""
+    table_weights = DEFAULT_WEIGHTS if weights is None else weights
+    if name in table_weights:
+        return float(table_weights[name])
+    arm, table = split_list_name(name)
+    return float(table_weights.get(arm, 1.0)) * float(table_weights.get(table, 1.0))
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """'facts=1,turns=0.5,semantic:turns=0.3' -> a weights mapping. Raises ValueError with the reason."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"weight {part!r} is not NAME=NUMBER (e.g. facts=1.0 or semantic:turns=0.5)")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"weight {part!r}: {value.strip()!r} is not a number") from None
+        if not number >= 0 or number == float("inf"):
+            raise ValueError(f"weight {part!r} must be a finite number >= 0")
+        out[key] = number
+    return out
+
+
+def provenance_key(cand: Candidate) -> tuple[int, int, float, int]:
+    """Sort key, best provenance first: table priority, then found by more arms, then score, then rid."""
+    return (TABLE_PRIORITY.get(cand.table, len(TABLE_PRIORITY)), -len(cand.arms), -cand.score, cand.rid)

@@ -1,0 +1,57 @@
+"""Text helpers the stages share: folding and word splitting, the same way for every stage."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fold(text: str) -> str:
+    """Lower-case, accents stripped, runs of whitespace made one space."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(stripped.split())
+
+
+def words(text: str) -> list[str]:
+    """Folded words in order (letters, digits and underscore in any script)."""
+    return _WORD.findall(fold(text))
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-free token estimate: about four characters per token, at least one.
+
+    Good enough for a context budget; the renderers add a little framing per hit on top.
+    """
+    return max(1, (len(text) + 3) // 4)
+
+
+# Words that carry no claim of their own. Negations, modals, numbers and prepositions of order or
+# direction ("not", "must", "before", "off") are kept: swapping one changes what a sentence says.
+_FUNCTION_WORDS = frozenset(
+    """
+    a an the is am are was were be been being do does did has have had having
+    i me my we us our you your he him his she her it its they them their
+    this that these those there here to of with by for at as so just also
+    """.split()
+)
+
+
+def stem(word: str) -> str:
+    """A light, conservative suffix strip ("deployed" -> "deploy", "notes" -> "note"): two words
+    that stem alike are one word; ones that do not are kept apart, which is the safe side."""
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + keep
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "ch", "sh")) and len(word) > 4:
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    """What a text claims, as a set: its words without function words, lightly stemmed."""
+    return frozenset(stem(w) for w in words(text) if w not in _FUNCTION_WORDS)

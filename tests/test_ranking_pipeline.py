@@ -1,0 +1,115 @@
+"""The stages in order, and StageConfig: the switches --ablate flips."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from ranking_helpers import cand, rids
+
+from recallfs.ranking.pipeline import STAGES, StageConfig, shape
+
+
+def vec(*xs: float) -> np.ndarray:
+    return np.asarray(xs, dtype=np.float32)
+
+
+def test_defaults_are_the_shipped_pipeline():
+    cfg = StageConfig()
+    assert cfg.dedup and cfg.collapse and not cfg.rerank
+    assert cfg.recency == "auto" and cfg.min_score == 0.0
+    assert cfg.tag_bonus == 0.0 and cfg.kind_bonus == 0.0 and cfg.entity_first
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_toggled_flips_one_stage_and_back(stage):
+    cfg = StageConfig()
+    flipped = cfg.toggled(stage)
+    assert flipped != cfg
+    assert flipped.toggled(stage) == cfg
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"recency": "sometimes"}, "recency must be one of"),
+    ({"rerank_mix": 1.5}, "rerank_mix"),
+    ({"mmr_lambda": -0.1}, "mmr_lambda"),
+    ({"collapse_threshold": 2.0}, "collapse_threshold"),
+    ({"half_life_days": 0}, "half_life_days"),
+])
+def test_bad_config_is_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        StageConfig(**changes)
+    with pytest.raises(ValueError, match="unknown stage"):
+        StageConfig().toggled("nonsense")
+
+
+def test_empty_and_single():
+    out = shape([], StageConfig(), query="anything")
+    assert out.cands == [] and out.notes == []
+    one = shape([cand(1, 0.3)], StageConfig(rerank=True, min_score=0.1), query="x", query_vector=vec(1, 0),
+                vectors={1: vec(1, 0)}, budget_tokens=100)
+    assert rids(one.cands) == [1]
+
+
+def test_stage_order_collapse_before_recency_before_budget_before_min_score():
+    # 1 and 2 are near-copies (2 is a fact): collapse keeps 2 with 1's score. Recency then halves the
+    # older hits, the budget drops the longest, min_score the weakest.
+    pool = [
+        cand(1, 0.9, "turns", day=30, content="we deploy with rsync"),
+        cand(2, 0.5, "facts", day=0, content="Deploys: with rsync."),
+        cand(3, 0.8, "turns", day=30, content=" ".join(["long"] * 200)),
+        cand(4, 0.3, "turns", day=30, content="tiny"),
+        cand(5, 0.35, "turns", day=30, content="small"),
+    ]
+    vectors = {1: vec(1, 0), 2: vec(1, 0.01), 3: vec(0, 1), 4: vec(0.5, 0.5), 5: vec(-1, 0)}
+    cfg = StageConfig(min_score=0.32, half_life_days=30)
+    out = shape(pool, cfg, query="what is the latest on deploys", vectors=vectors, budget_tokens=50)
+    assert rids(out.cands) == [2, 5]
+    assert out.cands[0].merged == [1] and out.cands[0].score == pytest.approx(0.45)
+    assert out.stages["recency"].startswith("auto")
+    assert "kept 3 of 4" in out.stages["mmr"]
+    assert out.stages["min_score"] == "0.32: dropped 1"
+    assert list(out.timings_ms) == ["dedup", "collapse", "recency", "budget", "min_score", "tie_break"]
+
+
+def test_every_switch_combination_runs_and_keeps_the_order_total():
+    pool = [cand(i, s, "facts" if i % 3 == 0 else "turns", day=i % 4, content=f"text {i % 5}", id=f"m{i % 7}")
+            for i, s in zip(range(1, 13), [0.5, 0.5, 0.9, 0.1, 0.3, 0.3, 0.7, 0.2, 0.5, 0.6, 0.4, 0.8], strict=True)]
+    vectors = {i: vec(1, i % 3) for i in range(1, 13)}
+    for dedup, rerank, collapse, recency, mmr in itertools.product([False, True], [False, True], [False, True],
+                                                                   ["off", "auto", "on"], [False, True]):
+        cfg = StageConfig(dedup=dedup, rerank=rerank, collapse=collapse, recency=recency, mmr=mmr)
+        out = shape(pool, cfg, query="latest", query_vector=vec(1, 0), vectors=vectors, budget_tokens=40)
+        assert [c.sort_key() for c in out.cands] == sorted(c.sort_key() for c in out.cands)
+        again = shape(list(reversed(pool)), cfg, query="latest", query_vector=vec(1, 0), vectors=vectors,
+                      budget_tokens=40)
+        assert rids(again.cands) == rids(out.cands)
+    assert [c.score for c in pool][:3] == [0.5, 0.5, 0.9]  # the input is never changed
+
+
+def test_all_off_is_fusion_order_with_the_tie_break():
+    pool = [cand(1, 0.5, day=0), cand(2, 0.5, day=1), cand(3, 0.9, day=0)]
+    cfg = StageConfig(dedup=False, collapse=False, recency="off")
+    out = shape(pool, cfg, query="latest news")
+    assert rids(out.cands) == [3, 2, 1]
+    assert out.stages == {"dedup": "off", "rerank": "off", "collapse": "off", "bonuses": "off", "recency": "off",
+                          "mmr": "off (no budget:N)", "min_score": "off"}
+
+
+def test_rerank_without_embeddings_notes_why_and_keeps_order():
+    out = shape([cand(1, 0.9), cand(2, 0.5)], StageConfig(rerank=True), query="x")
+    assert rids(out.cands) == [1, 2]
+    assert out.stages["rerank"].startswith("skipped") and out.notes
+
+
+def test_recent_option_wins_over_config():
+    pool = [cand(1, 0.9, day=0), cand(2, 0.5, day=60)]
+    assert rids(shape(pool, StageConfig(recency="off"), query="x", recent_half_life_days=30).cands) == [2, 1]
+    assert rids(shape(pool, StageConfig(recency="on"), query="x", recent_half_life_days=0.0).cands) == [1, 2]
+
+
+def test_bonuses_run_when_set():
+    pool = [cand(1, 0.5, tags=("ci",)), cand(2, 0.55)]
+    out = shape(pool, StageConfig(tag_bonus=0.2), query="ci", terms=["ci"])
+    assert rids(out.cands) == [1, 2] and out.stages["bonuses"].startswith("tag x1.2")

@@ -1,0 +1,157 @@
+"""The shaping stages inside recall() on a real DuckDB store: temporal intent, exact entity match,
+near-duplicate collapse, the budget option and the stage switches."""
+
+from __future__ import annotations
+
+import pytest
+
+from recallfs.query.ingest_file import ingest_records
+from recallfs.query.recall import recall
+from recallfs.query.records import parse_record
+from recallfs.query.store import Store
+from recallfs.ranking.pipeline import StageConfig
+from recallfs.ranking.provenance import DEFAULT_WEIGHTS
+from recallfs.scope.principal import Principal
+
+from conftest import fact, turn
+
+ME = Principal("acme", "proj", "tester")
+NEWER = "After the spring review the team moved its chat tool over to Zulip"
+OTHER = Principal("acme", "proj", "scout")
+
+RECORDS = [
+    # Two conflicting facts, both current: the older is short and says "chat tool" twice, so BM25
+    # ranks it first.
+    fact("chat-old", "Team chat tool: Slack, the chat tool", created_at="2026-01-10T09:00:00Z"),
+    fact("chat-new", NEWER, created_at="2026-05-10T09:00:00Z"),
+    fact("maya-1", "Maya prefers small pull requests", entity="Maya", kind="preference",
+         created_at="2026-03-01T09:00:00Z"),
+    fact("maya-2", "Maya owns the release process", entity="Maya", created_at="2026-04-01T09:00:00Z"),
+    fact("priv", "Project Nightjar is the secret rewrite", entity="Nightjar", visibility="private",
+         agent="scout"),
+    # The same sentence as a fact and as a turn: collapse keeps the fact.
+    fact("dup-fact", "Release notes are drafted in docs/CHANGES.md", created_at="2026-02-01T09:00:00Z"),
+    turn("s1", 1, "maya", "Release notes are drafted in docs/CHANGES.md"),
+    turn("s1", 2, "atlas", "Noted, the release checklist lives in docs/release.md too"),
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rank") / "store.duckdb"
+    with Store(path) as s:
+        ingest_records(s, [parse_record(r, org="acme", workspace="proj", agent="tester") for r in RECORDS],
+                       embedder=None)
+        yield s
+
+
+def contents(result) -> list[str]:
+    return [h.row["content"] for h in result.hits]
+
+
+def test_latest_returns_the_newer_of_two_conflicting_facts_first(store):
+    plain = recall(store, ME, "what is the team chat tool", arm="lexical")
+    plain_off = recall(store, ME, "what is the team chat tool", arm="lexical", stages=StageConfig(recency="off"))
+    latest = recall(store, ME, "what is the latest team chat tool", arm="lexical")
+    assert contents(plain)[0].startswith("Team chat tool: Slack")
+    assert contents(plain) == contents(plain_off)  # no temporal intent: the order is left alone
+    assert plain.stages["recency"].startswith("neutral")
+    assert contents(latest)[0] == NEWER
+    assert latest.stages["recency"].startswith("auto: temporal intent 'latest'")
+
+
+@pytest.mark.parametrize("phrasing", ["what is the current team chat tool", "team chat tool now",
+                                      "most recent team chat tool", "team chat tool recent:7d"])
+def test_other_temporal_phrasings(store, phrasing):
+    assert contents(recall(store, ME, phrasing, arm="lexical"))[0] == NEWER
+
+
+def test_recent_off_and_recency_off_keep_the_relevance_order(store):
+    assert contents(recall(store, ME, "latest team chat tool recent:off", arm="lexical"))[0].startswith(
+        "Team chat tool: Slack")
+    assert contents(recall(store, ME, "latest team chat tool", arm="lexical",
+                           stages=StageConfig(recency="off")))[0].startswith("Team chat tool: Slack")
+
+
+def test_exact_entity_match_puts_the_card_first(store):
+    result = recall(store, ME, "maya", arm="lexical")
+    assert result.entity is not None and result.entity.name == "Maya"
+    assert [f["content"] for f in result.entity.facts] == ["Maya owns the release process",
+                                                           "Maya prefers small pull requests"]
+    assert result.entity.total_facts == 2
+    out = result.as_json()
+    assert out["entity"]["name"] == "Maya" and out["hits"]  # the ranked hits follow the card
+    assert result.hits[0].rank == 1  # the card takes no rank
+
+
+@pytest.mark.parametrize("query", ["what does maya prefer", "mayan", ""])
+def test_no_card_unless_the_query_is_the_name(store, query):
+    assert recall(store, ME, query, arm="lexical").entity is None
+
+
+def test_entity_card_respects_scope_and_can_be_switched_off(store):
+    assert recall(store, ME, "Nightjar", arm="lexical").entity is None  # someone else's private fact
+    seen = recall(store, OTHER, "Nightjar", arm="lexical")
+    assert seen.entity is not None and seen.entity.name == "Nightjar"
+    assert recall(store, ME, "Maya", arm="lexical", stages=StageConfig(entity_first=False)).entity is None
+
+
+def test_exact_duplicate_collapses_to_the_fact_and_keeps_the_turn_as_provenance(store):
+    result = recall(store, ME, "release notes drafted", arm="lexical")
+    dups = [h for h in result.hits if h.row["content"] == "Release notes are drafted in docs/CHANGES.md"]
+    assert len(dups) == 1 and dups[0].table == "facts"
+    also = dups[0].as_json()["provenance"]["also"]
+    assert [(a["table"], a["source_id"]) for a in also] == [("turns", "s1#1")]
+    assert "lexical:turns" in dups[0].ranks and "lexical:facts" in dups[0].ranks
+
+    off = recall(store, ME, "release notes drafted", arm="lexical", stages=StageConfig(collapse=False))
+    assert sum(h.row["content"] == "Release notes are drafted in docs/CHANGES.md" for h in off.hits) == 2
+
+
+def test_budget_option_caps_the_tokens(store):
+    full = recall(store, ME, "release", arm="lexical")
+    capped = recall(store, ME, "release budget:16", arm="lexical")
+    assert 0 < len(capped.hits) < len(full.hits)
+    assert sum(len(h.row["content"]) for h in capped.hits) <= 16 * 4
+    assert any("budget 16 tokens" in n for n in capped.notes)
+    assert capped.total_candidates == len(capped.hits)
+
+
+def test_min_score_and_a_bad_option_never_crash(store):
+    result = recall(store, ME, "release k:zero", arm="lexical", stages=StageConfig(min_score=0.99))
+    assert all(h.score >= 0.99 for h in result.hits)
+    assert any("ignored k:zero" in n for n in result.notes)
+
+
+def test_rerank_without_vectors_degrades_softly(store):
+    result = recall(store, ME, "release", arm="lexical", stages=StageConfig(rerank=True))
+    assert result.hits and result.stages["rerank"].startswith("skipped")
+
+
+def test_provenance_weights_and_equal_weights(store):
+    default = recall(store, ME, "release", arm="lexical")
+    equal = recall(store, ME, "release", arm="lexical", weights={})
+    ceiling = DEFAULT_WEIGHTS["turns"] / DEFAULT_WEIGHTS["facts"]
+    assert max(h.score for h in default.hits if h.table == "turns") == pytest.approx(ceiling)
+    assert max(h.score for h in equal.hits if h.table == "turns") == pytest.approx(1.0)
+
+
+def test_results_json_reports_the_stages(store):
+    out = recall(store, ME, "release", arm="lexical").as_json()
+    assert set(out["stages"]) >= {"dedup", "rerank", "collapse", "recency", "mmr", "min_score"}
+    assert out["entity"] is None
+    assert any(k.startswith("stage_") for k in out["timings_ms"])
+
+
+def test_renderers_show_the_entity_card_before_the_hits(store):
+    import xml.etree.ElementTree as ET
+
+    from recallfs.query.formats import render_context, render_text
+
+    result = recall(store, ME, "Maya", arm="lexical")
+    root = ET.fromstring(render_context(result))
+    assert root[0].tag == "entity" and root[0].get("name") == "Maya" and root[0].get("facts") == "2"
+    assert [f.text for f in root[0]] == ["Maya owns the release process", "Maya prefers small pull requests"]
+    assert root[1].tag == "hit"
+    text = render_text(result)
+    assert text.index("entity Maya: 2 current facts") < text.index("  1. [")

@@ -1,0 +1,115 @@
+"""Recency dampening and the temporal-intent detector, from tables."""
+
+from __future__ import annotations
+
+import pytest
+from ranking_helpers import DAY0, cand, rids
+
+from recallfs.ranking.pipeline import StageConfig, recency_half_life
+from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS, dampen_recency, recency_factor
+from recallfs.ranking.temporal import temporal_intent
+
+
+@pytest.mark.parametrize(("query", "phrase"), [
+    ("what is the latest CI setup", "latest"),
+    ("Latest CI setup?", "latest"),
+    ("current deploy target", "current"),
+    ("who currently owns billing", "currently"),
+    ("where does she live now", "now"),
+    ("now, what about tests", "now"),
+    ("the most recent release", "most recent"),
+    ("what changed in the release process", "changed"),
+    ("newest decision on logging", "newest"),
+    ("what are you working on these days", "these days"),
+    ("anything updated about the API?", "updated"),
+    ("does maya use vim anymore", "anymore"),
+    ("is the docs site up to date", "up to date"),
+    ("is it up-to-date", "up-to-date"),
+    ("what did we decide most recently", "most recently"),
+    ("what is the state at the moment", "at the moment"),
+    ("what are we using nowadays", "nowadays"),
+    ("LATEST", "latest"),
+    ("¿cuál es lo más reciente? the latest", "latest"),
+    # not temporal: the words only appear inside other words, or there are none
+    ("what do I know about CI", None),
+    ("nowhere to deploy", None),
+    ("snow on the roof", None),
+    ("currency conversion rules", None),
+    ("the config is unchanged", None),
+    ("exchange rates", None),
+    ("when did we first deploy", None),
+    # event words, not state words: left alone on purpose (see ranking/temporal.py)
+    ("what did Melanie paint recently", None),
+    ("recent incidents", None),
+    ("what has Jolene been doing lately", None),
+    ("would she still want that", None),
+    ("latestness", None),
+    ("", None),
+    ("   ", None),
+])
+def test_temporal_intent(query, phrase):
+    assert temporal_intent(query) == phrase
+
+
+@pytest.mark.parametrize(("age", "half_life", "factor"), [
+    (0, 30, 1.0), (30, 30, 0.5), (60, 30, 0.25), (-5, 30, 1.0), (15, 30, 2 ** -0.5), (100, 0, 1.0),
+])
+def test_recency_factor(age, half_life, factor):
+    assert recency_factor(age, half_life) == pytest.approx(factor)
+
+
+def test_dampen_empty_and_single():
+    assert dampen_recency([], 30) == []
+    out = dampen_recency([cand(1, 0.6, day=-400)], 30)
+    assert rids(out) == [1] and out[0].score == pytest.approx(0.6)  # the newest keeps its score
+
+
+def test_dampen_is_relative_to_the_newest_candidate():
+    out = dampen_recency([cand(1, 0.8, day=0), cand(2, 0.5, day=30)], 30)
+    assert rids(out) == [2, 1]
+    assert {c.rid: c.score for c in out} == {1: pytest.approx(0.4), 2: pytest.approx(0.5)}
+
+
+def test_dampen_with_an_explicit_reference():
+    from datetime import timedelta
+
+    out = dampen_recency([cand(1, 0.8, day=0)], 10, reference=DAY0 + timedelta(days=10))
+    assert out[0].score == pytest.approx(0.4)
+
+
+def test_dampen_neutral_half_life_changes_nothing():
+    pool = [cand(1, 0.8, day=0), cand(2, 0.5, day=300)]
+    out = dampen_recency(pool, 0)
+    assert [(c.rid, c.score) for c in out] == [(1, 0.8), (2, 0.5)]
+
+
+def test_dampen_ties_break_newest_first():
+    out = dampen_recency([cand(1, 0.5, day=5), cand(2, 0.5, day=5)], 30)
+    assert rids(out) == [1, 2]
+    out = dampen_recency([cand(1, 1.0, day=0), cand(2, 0.5, day=30)], 30)
+    assert out[0].score == out[1].score and rids(out) == [2, 1]
+
+
+def test_undated_candidates_count_as_the_oldest():
+    out = dampen_recency([cand(1, 0.9, day=None), cand(2, 0.9, day=0), cand(3, 0.5, day=30)], 30)
+    assert rids(out) == [3, 2, 1]
+    assert out[1].score == pytest.approx(out[2].score)
+
+
+def test_dampen_without_any_dates_keeps_scores():
+    out = dampen_recency([cand(1, 0.4, day=None), cand(2, 0.9, day=None)], 30)
+    assert [(c.rid, c.score) for c in out] == [(2, 0.9), (1, 0.4)]
+
+
+@pytest.mark.parametrize(("mode", "query", "option", "half_life", "why"), [
+    ("auto", "where does maya live", None, 0.0, "neutral"),
+    ("auto", "where does maya live now", None, DEFAULT_HALF_LIFE_DAYS, "auto: temporal intent 'now'"),
+    ("auto", "where does maya live", 7.0, 7.0, "on (recent:"),
+    ("auto", "latest address", 0.0, 0.0, "off (recent:off)"),
+    ("off", "latest address", None, 0.0, "off"),
+    ("off", "address", 3.0, 3.0, "on (recent:"),
+    ("on", "address", None, DEFAULT_HALF_LIFE_DAYS, f"on (half-life {DEFAULT_HALF_LIFE_DAYS:g}d)"),
+])
+def test_recency_resolution(mode, query, option, half_life, why):
+    got, reason = recency_half_life(StageConfig(recency=mode), query, option)
+    assert got == half_life and reason.startswith(why)
