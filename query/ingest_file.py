@@ -5,14 +5,21 @@ Shared by the CLI and the mount daemon, so a file ingested either way ends in th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
 from recallfs.query.lexical import build_fts
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
+
+log = logging.getLogger("recallfs.ingest")
+FROM_SETTINGS: Any = "settings"  # embedder argument: the process's embedder for the RECALLFS_* settings
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -26,18 +33,109 @@ def load_file(path: Path, fmt: str, *, org: str, workspace: str, agent: str) -> 
 
 
 def ingest_records(
-    store: Store, records: list[MemoryRecord], *, progress: Progress | None = None, refresh: bool = True
+    store: Store,
+    records: list[MemoryRecord],
+    *,
+    progress: Progress | None = None,
+    refresh: bool = True,
+    embedder: Any = FROM_SETTINGS,
+    embed_progress: Progress | None = None,
 ) -> IngestReport:
+    """Write, then refresh the FTS indexes and embed new rows. `embedder`: an Embedder, None (no
+    embedding), or FROM_SETTINGS. With a `progress` callback and no `embed_progress`, embedding shows
+    a progress bar on stderr."""
     total = len(records)
+    embedder = _resolve_embedder(embedder)
+    _check_model(store, embedder)
     report = write_records(store, records, progress=(lambda done: progress(done, total)) if progress else None)
-    if refresh and report.written:
-        refresh_indexes(store, report)
+    if refresh:
+        refresh_indexes(store, report, embedder=embedder,
+                        embed_progress=embed_progress, bar=progress is not None and embed_progress is None)
     return report
 
 
-def refresh_indexes(store: Store, report: IngestReport) -> None:
-    """Rebuild the FTS index of every table the batch touched (rows stay findable meanwhile)."""
+def refresh_indexes(
+    store: Store,
+    report: IngestReport,
+    *,
+    embedder: Any = FROM_SETTINGS,
+    embed_progress: Progress | None = None,
+    bar: bool = False,
+) -> None:
+    """Rebuild the FTS index of every table the batch touched (rows stay findable meanwhile), then
+    embed the rows of the batch's workspaces that have no vector from the model yet."""
     touched = {tuple(key.split(".", 1)) for key in report.written_rids}
-    with store.transaction() as cur:
-        for schema, table in sorted(touched):
-            build_fts(cur, schema, table)
+    if touched:
+        with store.transaction() as cur:
+            for schema, table in sorted(touched):
+                build_fts(cur, schema, table)
+    embed_new_rows(store, report, embedder=_resolve_embedder(embedder), progress=embed_progress, bar=bar)
+
+
+def embed_new_rows(
+    store: Store, report: IngestReport, *, embedder: Any, progress: Progress | None = None, bar: bool = False
+) -> int:
+    """Embed what the batch's workspaces lack (new rows, or rows written while the model was missing).
+
+    A model that cannot load does not fail the ingest: the rows are in, the lexical arm finds them,
+    and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
+    """
+    from recallfs.query.embedder import EmbedderError, ModelMissingError
+    from recallfs.query.vectors import embed_missing
+
+    if embedder is None or not report.partitions:
+        return 0
+    schemas = [s for s in (store.partition(o, w) for o, w in sorted(report.partitions)) if s]
+    try:
+        with _embed_bar(bar) as bar_progress:
+            done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress)
+    except (ModelMissingError, EmbedderError) as exc:
+        log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
+                    "`recallfs reindex` or the next ingest embeds them", exc)
+        return 0
+    return done.embedded
+
+
+def _resolve_embedder(embedder: Any) -> Any:
+    if embedder is not FROM_SETTINGS:
+        return embedder
+    from recallfs.query import settings
+    from recallfs.query.embedder import embedder_from_settings
+
+    cfg = settings.resolve()
+    return embedder_from_settings(cfg) if cfg["semantic"] else None
+
+
+def _check_model(store: Store, embedder: Any) -> None:
+    """Refuse before writing anything when the store's vectors were made by another model."""
+    from recallfs.query.vectors import mismatch_message, stored_model
+
+    if embedder is None or store.read_only:
+        return
+    stored = stored_model(store.cursor())
+    if stored is None or not embedder.wait_ready():
+        return  # nothing embedded yet, or no model: embed_new_rows warns
+    if stored.model != embedder.model_id or stored.dim != embedder.dim:
+        raise IngestError(mismatch_message(stored, embedder.model_id, embedder.dim))
+
+
+@contextmanager
+def _embed_bar(enabled: bool) -> Iterator[Progress | None]:
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="row", desc="embed", file=sys.stderr)
+        bar.update(done - bar.n)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.close()

