@@ -1,0 +1,96 @@
+"""The committed baseline (evals/baseline.json) and the comparison the baseline test enforces.
+
+Sections:
+- `ci`: the fixed LoCoMo subset (every CI_EVERY-th scored question of each conversation) that
+  tests/test_eval_baseline.py re-runs; every figure in it is enforced;
+- `full`: every LoCoMo question, for the README (not re-run by the tests: it takes minutes);
+- `demo`: the bundled sample's hand-written queries, enforced by tests/test_eval_demo.py.
+
+Refresh one with `recallfs eval --dataset locomo --write-baseline ci` (or `full`, or
+`--dataset demo --write-baseline demo`), and say in the commit why the figures moved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+BASELINE_PATH = Path(__file__).resolve().parent / "baseline.json"
+TOLERANCE = 0.005
+SECTION_DATASET = {"ci": "locomo", "full": "locomo", "demo": "demo"}
+LEVELS = ("turn", "session", "source")
+
+
+def section_problem(section: str, dataset: str, every: int | None, limit: int | None, ablate: bool) -> str | None:
+    """Why this run cannot write that section (None when it can)."""
+    if section not in SECTION_DATASET:
+        return f"unknown baseline section {section!r}; use one of {', '.join(SECTION_DATASET)}"
+    if SECTION_DATASET[section] != dataset:
+        return f"the {section!r} baseline section is written by --dataset {SECTION_DATASET[section]}"
+    if ablate:
+        return "--write-baseline records the arm comparison, not an ablation"
+    if limit is not None or every is not None:
+        return "--write-baseline picks the question set itself: leave out --limit and --every"
+    return None
+
+
+def figures(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a harness report a baseline keeps: per arm, level -> scope -> metric."""
+    arms: dict[str, Any] = {}
+    unavailable: dict[str, Any] = {}
+    for arm, res in report["arms"].items():
+        if not res.get("available"):
+            unavailable[arm] = res.get("reason")
+            continue
+        arms[arm] = {level: res[level] for level in LEVELS if level in res}
+    out: dict[str, Any] = {
+        "subset": report.get("subset"),
+        "questions": report["questions"],
+        "arms": arms,
+    }
+    if unavailable:
+        out["unavailable"] = unavailable
+    return out
+
+
+def load(path: Path = BASELINE_PATH) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_section(section: str, report: Mapping[str, Any], path: Path = BASELINE_PATH) -> Path:
+    """Replace one section, keeping the others."""
+    data = load(path)
+    data["tolerance"] = data.get("tolerance", TOLERANCE)
+    data["refresh"] = ("recallfs eval --dataset locomo --write-baseline ci|full; "
+                       "recallfs eval --dataset demo --write-baseline demo")
+    data[section] = figures(report)
+    ordered = {k: data[k] for k in ("tolerance", "refresh", "ci", "full", "demo") if k in data}
+    path.write_text(json.dumps(ordered, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def regressions(base: Mapping[str, Any], current: Mapping[str, Any], tolerance: float = TOLERANCE) -> list[str]:
+    """Every figure of `base` (a section's `arms`) that `current` lowers by more than `tolerance`,
+    and every baseline arm `current` no longer has. Figures only in `current` are not judged."""
+    out: list[str] = []
+    for arm, levels in base.items():
+        if arm not in current:
+            out.append(f"{arm}: no figures now (the arm was unavailable)")
+            continue
+        for level, scopes in levels.items():
+            for scope, figs in (scopes or {}).items():
+                if figs is None:
+                    continue
+                now_figs = ((current[arm].get(level) or {}).get(scope)) or {}
+                for metric, value in figs.items():
+                    got = now_figs.get(metric)
+                    if got is None:
+                        out.append(f"{arm} {level} {scope} {metric}: missing now (baseline {value:.4f})")
+                    elif got < value - tolerance - 1e-9:  # exactly at the tolerance passes
+                        out.append(f"{arm} {level} {scope} {metric}: {got:.4f} < baseline {value:.4f}"
+                                   f" - {tolerance}")
+    return out

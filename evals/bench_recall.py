@@ -1,0 +1,287 @@
+"""Benchmark the recall arms: ingest throughput, and recall latency lexical-only against hybrid.
+
+    python -m recallfs.evals.bench_recall                         # 10k and 100k memories, CPU
+    python -m recallfs.evals.bench_recall --sizes 10000 --queries 50 --ingest-rows 1000
+
+Measures, in one run:
+- ingest throughput: `ingest_records` of fresh rows into a fresh store, with the real model embedding
+  every row (rows/s end to end), and the same rows with embedding off (the write + FTS share);
+- recall latency at each size: `recall()` in process, p50/p95 over distinct queries (no query-vector
+  cache hits), after a warm-up, for `--arm lexical` and `--arm fused` (hybrid), with their ratio.
+
+The synthetic stores (one workspace; 65% turns, 30% facts, 5% summaries) are built once and cached
+under --cache (default /tmp/recallfs-bench-recall). To keep building 100k memories to minutes on a small
+CPU, a store's vectors are the real model's embeddings of a pool of distinct base sentences (default
+5,000), each row taking its base sentence's vector; row texts add row-specific words, so the lexical
+arm sees distinct rows. A flat index scans every vector whatever its values, so search cost is that
+of 100k distinct vectors. Use --pool 0 to embed every row instead.
+
+Targets (issue 4): ingest >= 300 rows/s on CPU; warm hybrid p50 <= 30 ms and p95 <= 60 ms at 100k;
+hybrid no more than twice lexical-only. GPU runs (faiss-gpu + CUDA embeddings) use the same script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.ingest_file import ingest_records
+from recallfs.query.recall import recall
+from recallfs.query.records import MemoryRecord
+from recallfs.query.semantic import SemanticSearch
+from recallfs.query.settings import resolve
+from recallfs.query.store import Store
+from recallfs.query.vectors import adopt_model, ensure_indexes, write_vectors
+from recallfs.scope.principal import Principal
+
+ORG, WS, AGENT = "bench", "synthetic", "bench"
+PRINCIPAL = Principal(ORG, WS, AGENT)
+TARGETS = {"ingest_rows_s": 300.0, "hybrid_p50_ms_100k": 30.0, "hybrid_p95_ms_100k": 60.0, "ratio": 2.0}
+
+_SUBJECTS = ["Maya", "the team", "Priya", "our client", "the backend", "Lee", "the on-call engineer",
+             "the design group", "Sam", "the release manager", "Jordan", "the data pipeline"]
+_VERBS = ["moved", "fixed", "reviewed", "planned", "deployed", "tested", "documented", "cancelled",
+          "rewrote", "measured", "scheduled", "discussed", "approved", "migrated", "debugged"]
+_OBJECTS = ["the billing service", "a flaky integration test", "the docs site", "the quarterly roadmap",
+            "the database backup", "a memory leak", "the onboarding guide", "the staging cluster",
+            "a new caching layer", "the login page", "the holiday rota", "the analytics dashboard",
+            "a trip to Lisbon", "the kitchen renovation", "a running plan", "the budget spreadsheet",
+            "a birthday party", "the garden fence", "a pottery class", "the car insurance"]
+_WHEN = ["on Monday", "last week", "before the launch", "after lunch", "over the weekend", "in March",
+         "yesterday", "during the retro", "at the offsite", "this morning"]
+_WHY = ["because latency doubled", "so the audit passes", "to save money", "after a customer complaint",
+        "since the vendor changed", "to unblock the mobile team", "for the demo", "as agreed with legal",
+        "because it kept failing", "to make room for new hires"]
+_EXTRA = ("alpha beta gamma delta kiwi mango cedar maple falcon heron otter lynx quartz cobalt amber ivory "
+          "harbor canyon meadow summit glacier prairie tundra delta lagoon reef atlas orbit vector kernel "
+          "cipher beacon ledger quill prism tensor matrix sonnet ballad sketch mural fresco").split()
+
+
+def base_sentences(n: int, rng: random.Random) -> list[str]:
+    """n distinct, meaningful base sentences."""
+    seen: dict[str, None] = {}
+    while len(seen) < n:
+        s = (f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} {rng.choice(_WHEN)} "
+             f"{rng.choice(_WHY)}")
+        if s in seen:
+            s = f"{s}, noted {rng.choice(_EXTRA)} {len(seen)}"
+        seen[s] = None
+    return list(seen)
+
+
+def synthetic_records(size: int, pool: list[str], rng: random.Random) -> tuple[list[MemoryRecord], list[int]]:
+    """`size` records and, for each, the index of its base sentence in `pool`."""
+    start = datetime(2025, 1, 1)
+    records, bases = [], []
+    for i in range(size):
+        b = rng.randrange(len(pool))
+        words = " ".join(rng.sample(_EXTRA, 2))
+        r = rng.random()
+        when = start + timedelta(minutes=i)
+        if r < 0.65:
+            session = f"s{i // 50}"
+            rec = MemoryRecord(table="turns", source_id=f"t{i}", content=f"{pool[b]} ({words} {i})",
+                               created_at=when, org=ORG, workspace=WS, agent=AGENT, session=session,
+                               seq=i % 50, speaker=rng.choice(["maya", "lee", "sam"]), kind="turn")
+        elif r < 0.95:
+            rec = MemoryRecord(table="facts", source_id=f"f{i}", content=f"{pool[b]}; tagged {words} #{i}",
+                               created_at=when, org=ORG, workspace=WS, agent=AGENT, kind="fact",
+                               tags=[rng.choice(_EXTRA)])
+        else:
+            rest = " ".join(pool[rng.randrange(len(pool))] + "." for _ in range(3))
+            rec = MemoryRecord(table="summaries", source_id=f"S{i}", content=f"{pool[b]}. {rest} ({words})",
+                               created_at=when, org=ORG, workspace=WS, agent=AGENT, kind="summary",
+                               session=f"s{i // 50}", title=f"Session {i // 50}")
+        records.append(rec)
+        bases.append(b)
+    return records, bases
+
+
+def pool_vectors(pool: list[str], embedder: Embedder, cache: Path) -> np.ndarray:
+    """The pool's embeddings, cached next to the stores (every size shares one pool)."""
+    path = cache / f"pool-{len(pool)}-{embedder.model_id.replace('@', '-')}.npy"
+    if path.exists():
+        return np.load(path)
+    t0 = time.perf_counter()
+    vecs = embedder.embed(pool, progress=_progress("embed pool"))
+    print(f"  embedded {len(pool)} base sentences in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    np.save(path, vecs)
+    return vecs
+
+
+def build_store(path: Path, size: int, embedder: Embedder, pool_size: int, seed: int = 7) -> None:
+    """Write `size` memories, then their vectors, then the FAISS indexes."""
+    rng = random.Random(seed)
+    if pool_size <= 0:
+        records, _ = synthetic_records(size, base_sentences(min(size, 20000), rng), rng)
+        with Store(path) as store:
+            ingest_records(store, records, embedder=embedder, embed_progress=_progress("embed"))
+            ensure_indexes(store)
+        return
+    pool = base_sentences(pool_size, rng)
+    records, bases = synthetic_records(size, pool, rng)
+    pool_vecs = pool_vectors(pool, embedder, path.parent)
+    with Store(path) as store:
+        ingest_records(store, records, embedder=None)
+        schema = store.schema_for(PRINCIPAL)
+        assert schema is not None
+        by_source = {(r.table, r.source_id): b for r, b in zip(records, bases, strict=True)}
+        with store.transaction() as tx:
+            adopt_model(tx, embedder.model_id, embedder.dim)
+        for table in ("facts", "summaries", "turns"):
+            rows = store.cursor().execute(f"SELECT rid, source_id FROM {schema}.{table} ORDER BY rid").fetchall()
+            rids = np.array([int(r[0]) for r in rows], dtype=np.int64)
+            idx = np.array([by_source[(table, str(r[1]))] for r in rows], dtype=np.int64)
+            for s in range(0, len(rids), 20000):
+                part = slice(s, s + 20000)
+                with store.transaction() as tx:
+                    write_vectors(tx, schema, table, embedder.model_id, rids[part], pool_vecs[idx[part]])
+        ensure_indexes(store)
+
+
+def _progress(label: str) -> Any:
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] > 10 or done == total:
+            last[0] = now
+            print(f"  {label}: {done}/{total}", file=sys.stderr)
+
+    return report
+
+
+def measure_ingest(embedder: Embedder, rows: int) -> dict[str, float]:
+    """End-to-end ingest with embedding, and the same rows without, into fresh stores."""
+    pool = base_sentences(rows, random.Random(11))  # distinct rows: every one is really embedded
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="recallfs-bench-ingest-") as tmp:
+        for label, emb in (("no_embed", None), ("embed", embedder)):
+            records, _ = synthetic_records(rows, pool, random.Random(3))
+            with Store(Path(tmp) / f"{label}.duckdb") as store:
+                t0 = time.perf_counter()
+                ingest_records(store, records, embedder=emb)
+                out[label] = rows / (time.perf_counter() - t0)
+    return out
+
+
+def queries(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    out: dict[str, None] = {}
+    while len(out) < n:
+        q = rng.choice([
+            f"what did {rng.choice(_SUBJECTS)} do about {rng.choice(_OBJECTS)}",
+            f"why was {rng.choice(_OBJECTS)} {rng.choice(_VERBS)}",
+            f"{rng.choice(_OBJECTS)} {rng.choice(_WHEN)}",
+            f"who {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} {rng.choice(_WHY)}",
+        ]) + f" {rng.choice(_EXTRA)}"
+        out[q] = None
+    return list(out)
+
+
+def measure_recall(path: Path, embedder: Embedder, n_queries: int, budget_ms: float) -> dict[str, Any]:
+    arm = SemanticSearch(embedder, budget_ms=budget_ms)
+    out: dict[str, Any] = {}
+    with Store(path, read_only=True) as store:
+        for q in queries(5, seed=1):  # warm: FAISS indexes loaded, caches filled, kernels warm
+            recall(store, PRINCIPAL, q, arm="fused", semantic=arm)
+            recall(store, PRINCIPAL, q, arm="lexical", semantic=arm)
+        qs = queries(n_queries, seed=2)
+        for mode, arm_name in (("lexical", "lexical"), ("hybrid", "fused")):
+            times, stages, degraded = [], {}, 0
+            for q in qs:
+                t0 = time.perf_counter()
+                result = recall(store, PRINCIPAL, q, arm=arm_name, semantic=arm)
+                times.append((time.perf_counter() - t0) * 1000)
+                degraded += int(arm_name == "fused" and result.degraded)
+                for name, ms in result.timings_ms.items():
+                    stages.setdefault(name, []).append(ms)
+            out[mode] = {
+                "p50": statistics.median(times), "p95": float(np.percentile(times, 95)),
+                "stages": {name: statistics.median(v + [0.0] * (len(qs) - len(v))) for name, v in stages.items()},
+                "degraded": degraded,
+            }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench_recall", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated")
+    p.add_argument("--queries", type=int, default=100, help="distinct queries per mode and size")
+    p.add_argument("--ingest-rows", type=int, default=2000, help="rows for the ingest throughput figure")
+    p.add_argument("--pool", type=int, default=5000, help="distinct base sentences embedded per store (0: all)")
+    p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "recallfs-bench-recall")
+    p.add_argument("--budget-ms", type=float, default=2000, help="query embedding budget during the run")
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    embedder = embedder_from_settings(resolve())
+    if not embedder.wait_ready():
+        print(f"bench_recall: no model: {embedder.problem}", file=sys.stderr)
+        return 1
+    import faiss
+    import torch
+
+    device = f"{embedder.device} (torch {torch.get_num_threads()} threads), faiss GPUs: {faiss.get_num_gpus()}"
+    print(f"model {embedder.model_id} ({embedder.dim}-d) on {device}; {os.cpu_count()} CPUs; "
+          f"load average {os.getloadavg()[0]:.1f}")
+
+    ingest = measure_ingest(embedder, args.ingest_rows) if args.ingest_rows > 0 else {}
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+        args.cache.mkdir(parents=True, exist_ok=True)
+        path = args.cache / f"store-{size}-pool{args.pool}-{embedder.model_id.replace('@', '-')}.duckdb"
+        if not path.exists():
+            print(f"building {path} ({size} memories)...", file=sys.stderr)
+            t0 = time.perf_counter()
+            tmp = path.with_suffix(".building")
+            for stale in (tmp, Path(str(tmp) + ".wal")):
+                stale.unlink(missing_ok=True)
+            build_store(tmp, size, embedder, args.pool)
+            os.replace(tmp, path)
+            folder = Path(str(tmp) + ".faiss")
+            if folder.exists():
+                os.replace(folder, Path(str(path) + ".faiss"))
+            print(f"  built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        rows.append((size, measure_recall(path, embedder, args.queries, args.budget_ms)))
+
+    print()
+    if ingest:
+        print(f"ingest, {args.ingest_rows} rows: {ingest['embed']:.0f} rows/s with embedding "
+              f"(target >= {TARGETS['ingest_rows_s']:.0f}); {ingest['no_embed']:.0f} rows/s without")
+    print()
+    print("| memories | mode | p50 ms | p95 ms | lexical arm ms | semantic arm ms | hybrid/lexical p50 | p95 |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for size, r in rows:
+        lx, hy = r["lexical"], r["hybrid"]
+        print(f"| {size:,} | lexical-only | {lx['p50']:.1f} | {lx['p95']:.1f} | "
+              f"{lx['stages'].get('lexical', 0):.1f} | - | | |")
+        print(f"| {size:,} | hybrid | {hy['p50']:.1f} | {hy['p95']:.1f} | {hy['stages'].get('lexical', 0):.1f} | "
+              f"{hy['stages'].get('semantic', 0):.1f} | {hy['p50'] / lx['p50']:.2f}x | {hy['p95'] / lx['p95']:.2f}x |")
+        if hy["degraded"]:
+            print(f"|  | (hybrid answers degraded: {hy['degraded']} of {args.queries}) | | | | | | |")
+    print()
+    print("median ms per recall stage (timings_ms):")
+    for size, r in rows:
+        for mode in ("lexical", "hybrid"):
+            st = r[mode]["stages"]
+            print(f"  {size:>7,} {mode:<8} " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if k != "total"))
+    print()
+    print(f"targets: hybrid p50 <= {TARGETS['hybrid_p50_ms_100k']:.0f} ms and p95 <= "
+          f"{TARGETS['hybrid_p95_ms_100k']:.0f} ms at 100k; hybrid/lexical <= {TARGETS['ratio']:.0f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

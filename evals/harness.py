@@ -1,0 +1,490 @@
+"""The recall-quality harness behind `recallfs eval`.
+
+    recallfs eval --dataset locomo                     # every arm side by side, every question
+    recallfs eval --dataset locomo --arm lexical       # one arm
+    recallfs eval --dataset locomo --limit 20          # the first 20 questions of each conversation
+    recallfs eval --dataset locomo --every 10          # every 10th question of each conversation
+    recallfs eval --dataset locomo --ablate            # one row per pipeline stage toggled
+    recallfs eval --dataset demo                       # the bundled sample's hand-written queries
+    recallfs eval --dataset locomo --write-baseline ci # refresh evals/baseline.json (ci, full or demo)
+
+Each question runs through the real `recall()` as principal `<org>/<workspace>` agent `eval`, in its
+own conversation's workspace, and is scored on every hit it returns (DEPTH). How hits count for relevance
+is in relevance.py, the metrics in metrics.py, the named recall variants in variants.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recallfs.evals import baseline as baseline_mod
+from recallfs.evals import datasets, metrics, relevance
+from recallfs.evals.relevance import HitRef
+from recallfs.evals.semantic_probe import load_semantic
+from recallfs.evals.store_cache import default_store_path, ensure_store, prune_cache
+from recallfs.evals.variants import ARM_VARIANTS, Variant, ablations, describe, unsupported_keywords, uses_semantic
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.recall import RecallResult, SemanticArm, recall
+from recallfs.query.store import Store, StoreError
+from recallfs.scope.principal import Principal
+
+# Hits asked of recall() per question: more than it can return (candidates per arm and table x 6
+# lists), so that each table's own ranking is complete, not cut short by the other tables' hits. Free:
+# recall() loads and shapes every candidate before it pages.
+DEPTH = 1000
+EVAL_AGENT = "eval"
+ALL_TABLES = "all_tables"
+CI_EVERY = 10  # the committed CI subset: every 10th scored question of each conversation (~200)
+RELEVANCE_NOTE = {
+    "turn": "relevant units are the question's evidence turns; a turn hit counts for itself, a fact hit for "
+            "the turns in its refs (provenance), a summary hit for nothing",
+    "session": "relevant units are the sessions holding the evidence turns; a turn hit counts for its "
+               "session, a fact hit for the sessions of its refs (its own session when no ref resolves), "
+               "a summary hit for its session",
+    "source": "relevant units are the query's relevant_source_ids; a hit counts for its own source id and "
+              "the ids in its refs",
+    "ranking": "hits are mapped to units in rank order and a unit counts once, at its first rank; "
+               "recall@k = any relevant unit in the first k units; nDCG@10 with binary gains; a hit that "
+               "absorbed other rows (dedup, near-duplicate collapse) counts as itself only",
+}
+
+
+class EvalError(RuntimeError):
+    """An eval that cannot run; the message is for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    qid: str
+    principal: Principal
+    query: str
+    relevant: dict[str, frozenset[str]]  # level -> relevant units
+    category: str | None = None
+
+
+UnitFn = Callable[[HitRef, Question], list[str]]
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A data set resolved against its store: questions, how hits map to units, what was dropped."""
+
+    dataset: str
+    questions: list[Question]
+    levels: dict[str, UnitFn]
+    evidence: dict[str, Any]
+
+
+# -- preparing questions --------------------------------------------------------------------------
+def _turn_sessions(store: Store, org: str, workspace: str) -> dict[str, str]:
+    schema = store.partition(org, workspace)
+    if schema is None:
+        return {}
+    rows = store.cursor().execute(f"SELECT source_id, session FROM {schema}.turns").fetchall()
+    return {str(sid): str(session) for sid, session in rows if session is not None}
+
+
+def _source_ids(store: Store, org: str, workspace: str) -> set[str]:
+    schema = store.partition(org, workspace)
+    if schema is None:
+        return set()
+    union = " UNION ".join(f"SELECT source_id FROM {schema}.{t}" for t in MEMORY_TABLES)
+    return {str(r[0]) for r in store.cursor().execute(union).fetchall()}
+
+
+def prepare_locomo(
+    store: Store, items: list[datasets.QAItem], *, every: int | None = None, limit: int | None = None
+) -> Prepared:
+    """Resolve evidence against the store's turns: ids that name no turn of the conversation are
+    dropped (a handful of typos in locomo10.json); a question left with no evidence is not scored."""
+    maps: dict[str, dict[str, str]] = {}
+    questions: list[Question] = []
+    dropped: list[str] = []
+    no_evidence = unresolved = 0
+    for item in items:
+        if item.workspace not in maps:
+            maps[item.workspace] = _turn_sessions(store, item.org, item.workspace)
+        if not item.evidence:
+            no_evidence += 1
+            continue
+        turns, sessions, bad = relevance.resolve_evidence(item.evidence, maps[item.workspace])
+        dropped.extend(f"{item.qid}:{b}" for b in bad)
+        if not turns:
+            unresolved += 1
+            continue
+        questions.append(Question(
+            qid=item.qid, principal=Principal(item.org, item.workspace, EVAL_AGENT), query=item.question,
+            relevant={"turn": frozenset(turns), "session": frozenset(sessions)}, category=item.category,
+        ))
+    total = len(questions)
+    questions = subset(questions, every, limit)
+
+    def level(name: str) -> UnitFn:
+        return lambda hit, q: relevance.units(hit, name, maps[q.principal.workspace])
+
+    return Prepared(
+        dataset="locomo", questions=questions, levels={"turn": level("turn"), "session": level("session")},
+        evidence={"qa_items": len(items), "without_evidence": no_evidence, "evidence_unresolvable": unresolved,
+                  "with_evidence": total, "dropped_ids": dropped, "scored": len(questions)},
+    )
+
+
+def prepare_demo(
+    store: Store, items: list[datasets.QAItem], *, every: int | None = None, limit: int | None = None
+) -> Prepared:
+    known: dict[tuple[str, str], set[str]] = {}
+    questions: list[Question] = []
+    dropped: list[str] = []
+    for item in items:
+        key = (item.org, item.workspace)
+        if key not in known:
+            known[key] = _source_ids(store, *key)
+        ids = relevance.split_ids(item.evidence)
+        dropped.extend(f"{item.qid}:{i}" for i in ids if i not in known[key])
+        ok = [i for i in ids if i in known[key]]
+        if ok:
+            questions.append(Question(qid=item.qid, principal=Principal(item.org, item.workspace, EVAL_AGENT),
+                                      query=item.question, relevant={"source": frozenset(ok)}))
+    total = len(questions)
+    questions = subset(questions, every, limit)
+    return Prepared(
+        dataset="demo", questions=questions, levels={"source": lambda hit, q: relevance.source_units(hit)},
+        evidence={"queries": len(items), "with_evidence": total, "dropped_ids": dropped,
+                  "scored": len(questions)},
+    )
+
+
+def subset(questions: list[Question], every: int | None, limit: int | None) -> list[Question]:
+    """The fixed subset of a run: of each workspace's scored questions, in file order, every `every`-th
+    one starting with the first, then the first `limit` of those. Per workspace, so that a small subset
+    still covers every conversation; a stride, so that it spans every question category."""
+    seen: Counter[str] = Counter()
+    taken: Counter[str] = Counter()
+    out = []
+    for q in questions:
+        ws = q.principal.workspace_path
+        index = seen[ws]
+        seen[ws] += 1
+        if every and index % every:
+            continue
+        if limit is not None and taken[ws] >= limit:
+            continue
+        taken[ws] += 1
+        out.append(q)
+    return out
+
+
+# -- scoring --------------------------------------------------------------------------------------
+def hit_refs(result: RecallResult) -> list[HitRef]:
+    return [
+        HitRef(table=h.table, source_id=str(h.row["source_id"]), session=h.row.get("session"),
+               refs=tuple(str(r) for r in (h.row.get("refs") or [])))
+        for h in result.hits
+    ]
+
+
+def scopes_for(level: str) -> tuple[str, ...]:
+    """The per-table breakdowns that can score at a level (a summary is never a turn)."""
+    tables = tuple(t for t in MEMORY_TABLES if not (level == "turn" and t == "summaries"))
+    return (ALL_TABLES, *tables)
+
+
+def score_question(hits: list[HitRef], question: Question, levels: dict[str, UnitFn]) -> dict[str, dict[str, Any]]:
+    """level -> scope (all_tables or one table) -> metric -> value, for one question."""
+    out: dict[str, dict[str, Any]] = {}
+    for level, unit_fn in levels.items():
+        relevant = set(question.relevant[level])
+        per_hit = [(hit.table, unit_fn(hit, question)) for hit in hits]
+        out[level] = {}
+        for scope in scopes_for(level):
+            ranking = metrics.unit_ranking(u for table, u in per_hit if scope in (ALL_TABLES, table))
+            out[level][scope] = metrics.score(ranking, relevant)
+    return out
+
+
+def aggregate(per_question: list[dict[str, dict[str, Any]]], levels: Iterable[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for level in levels:
+        out[level] = {}
+        for scope in scopes_for(level):
+            out[level][scope] = metrics.mean([q[level][scope] for q in per_question])
+        if level == "turn":
+            out[level]["summaries"] = None  # a summary never counts at turn level
+    return out
+
+
+def by_category(questions: list[Question], per_question: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    groups: dict[str, list[dict[str, dict[str, Any]]]] = {}
+    for q, s in zip(questions, per_question, strict=True):
+        if q.category is not None:
+            groups.setdefault(q.category, []).append(s)
+    return {
+        cat: {"questions": len(rows),
+              "turn_r@10": metrics.mean([r["turn"][ALL_TABLES] for r in rows])["r@10"],
+              "session_r@5": metrics.mean([r["session"][ALL_TABLES] for r in rows])["r@5"]}
+        for cat, rows in sorted(groups.items())
+    }
+
+
+def run_variant(
+    store: Store, prepared: Prepared, variant: Variant, *, semantic: SemanticArm | None,
+    settings: dict[str, Any], progress: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """Every question through recall() with this variant's keywords; the aggregated figures."""
+    base = {"k": DEPTH, "candidates": settings.get("candidates", 100), "rrf_k": settings.get("rrf_k", 60)}
+    kwargs = {**base, **variant}
+    per_question = []
+    degraded: Counter[str] = Counter()
+    notes: Counter[str] = Counter()
+    t0 = time.perf_counter()
+    for q in prepared.questions:
+        result = recall(store, q.principal, q.query, semantic=semantic, **kwargs)
+        if uses_semantic(variant) and result.degraded:
+            degraded[str(result.degraded_reason)] += 1
+        for note in result.notes:
+            if note.startswith(("lexical arm failed", "semantic arm failed")):
+                notes[note] += 1
+        per_question.append(score_question(hit_refs(result), q, prepared.levels))
+        if progress:
+            progress()
+    seconds = time.perf_counter() - t0
+    n = len(prepared.questions)
+    out: dict[str, Any] = {
+        "available": True, "questions": n, "seconds": round(seconds, 1),
+        "ms_per_query": round(1000 * seconds / n, 1) if n else 0.0,
+        "degraded_queries": dict(degraded), **aggregate(per_question, prepared.levels),
+    }
+    if notes:
+        out["arm_failures"] = dict(notes)
+    if prepared.dataset == "locomo":
+        out["by_category"] = by_category(prepared.questions, per_question)
+    return out
+
+
+# -- runs -----------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class EvalSetup:
+    dataset: str
+    data_files: list[Path]
+    store_path: Path
+    store_action: str
+    prepared: Prepared
+
+
+def _load_records(dataset: str, data: Path) -> Callable[[], list[Any]]:
+    from recallfs.query.ingest_file import load_file
+
+    if dataset == "locomo":
+        return lambda: load_file(data, "locomo", org=datasets.LOCOMO_ORG, workspace="unused", agent="locomo")
+    org, ws = datasets.DEMO_WORKSPACE
+    return lambda: load_file(data, "jsonl", org=org, workspace=ws, agent="demo")
+
+
+def setup(dataset: str, *, data: Path | None = None, store: Path | None = None,
+          every: int | None = None, limit: int | None = None) -> tuple[EvalSetup, Store]:
+    """Find the data, build or reuse the eval store, resolve the questions. The store is open (read-only)."""
+    from recallfs.query.ingest import IngestError
+
+    if dataset == "locomo":
+        data = data or datasets.LOCOMO_DEFAULT
+        if not data.exists():
+            raise EvalError(f"LoCoMo data not found at {data} (eval-only data, not shipped; pass --data)")
+        data_files, queries = [data], data
+    elif dataset == "demo":
+        data = data or datasets.DEMO_MEMORY
+        queries = datasets.DEMO_QUERIES if data == datasets.DEMO_MEMORY else data.with_name("demo_queries.json")
+        for path in (data, queries):
+            if not path.exists():
+                raise EvalError(f"demo eval needs {path}, which does not exist")
+        data_files = [data, queries]
+    else:
+        raise EvalError(f"unknown dataset {dataset!r}")
+    store_path = store.expanduser() if store else default_store_path(dataset, data_files)
+    try:
+        action = ensure_store(store_path, _load_records(dataset, data), refresh=store is not None)
+        if action == "built" and store is None:
+            prune_cache(dataset)
+        opened = Store(store_path, read_only=True, create=False)
+    except (IngestError, StoreError) as exc:
+        raise EvalError(str(exc)) from None
+    try:
+        raw = datasets.read_json(queries)
+        if dataset == "locomo":
+            prepared = prepare_locomo(opened, datasets.locomo_items(raw), every=every, limit=limit)
+        else:
+            prepared = prepare_demo(opened, datasets.demo_items(raw), every=every, limit=limit)
+    except (datasets.DatasetError, KeyError, TypeError) as exc:
+        opened.close()
+        raise EvalError(f"{queries}: {exc}") from None
+    return EvalSetup(dataset, data_files, store_path, action, prepared), opened
+
+
+def _progress_bar(total: int, desc: str) -> tuple[Callable[[], None] | None, Callable[[], None]]:
+    if not sys.stderr.isatty() or total < 50:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="q", desc=desc, file=sys.stderr, leave=False)
+    return (lambda: bar.update(1)), bar.close
+
+
+def compare_arms(store: Store, prepared: Prepared, arms: list[str], settings: dict[str, Any],
+                 semantic: SemanticArm | None, semantic_reason: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in arms:
+        variant = ARM_VARIANTS[name]
+        if uses_semantic(variant) and semantic is None:
+            out[name] = {"available": False, "reason": semantic_reason}
+            continue
+        tick, close = _progress_bar(len(prepared.questions), name)
+        try:
+            out[name] = run_variant(store, prepared, variant, semantic=semantic, settings=settings, progress=tick)
+        finally:
+            close()
+    return out
+
+
+def ablate(store: Store, prepared: Prepared, variants: dict[str, Variant], settings: dict[str, Any],
+           semantic: SemanticArm | None, semantic_reason: str | None) -> dict[str, Any]:
+    """One row per named variant: R@5, R@10, MRR and nDCG@10 at each level."""
+    rows, skipped = [], []
+    for name, variant in variants.items():
+        missing = unsupported_keywords(variant, recall)
+        if missing:
+            skipped.append({"variant": name, "reason": f"recall() has no {', '.join(missing)} toggle yet"})
+            continue
+        if semantic is None and variant.get("arm", "fused") == "semantic":
+            skipped.append({"variant": name, "reason": semantic_reason})
+            continue
+        if semantic is None and variant.get("arm", "fused") == "fused":
+            # Without the semantic arm a stage row still measures that stage, on the lexical arm.
+            variant = {**variant, "arm": "lexical"}
+        tick, close = _progress_bar(len(prepared.questions), name)
+        try:
+            res = run_variant(store, prepared, variant, semantic=semantic, settings=settings, progress=tick)
+        finally:
+            close()
+        row: dict[str, Any] = {"variant": name, "recall_kwargs": describe(variant)}
+        for level in prepared.levels:
+            row[level] = {m: res[level][ALL_TABLES][m] for m in ("r@5", "r@10", "mrr", "ndcg@10")}
+        row["ms_per_query"] = res["ms_per_query"]
+        rows.append(row)
+    return {"rows": rows, "skipped": skipped}
+
+
+def evaluate(
+    dataset: str, *, data: Path | None = None, store: Path | None = None, every: int | None = None,
+    limit: int | None = None, arms: list[str] | None = None, ablation: dict[str, Variant] | None = None,
+    settings: dict[str, Any] | None = None, semantic: SemanticArm | None = None,
+    probe_semantic: bool = True,
+) -> dict[str, Any]:
+    """The whole eval as a JSON-ready report (what `recallfs eval` prints)."""
+    from recallfs.query import settings as settings_mod
+
+    cfg = settings if settings is not None else settings_mod.resolve()
+    arms = arms or list(ARM_VARIANTS)
+    info, opened = setup(dataset, data=data, store=store, every=every, limit=limit)
+    try:
+        reason: str | None = None
+        wants_semantic = ablation is not None or any(uses_semantic(ARM_VARIANTS[a]) for a in arms)
+        if semantic is None and wants_semantic:
+            if probe_semantic:
+                semantic, reason = load_semantic(cfg)
+            else:
+                reason = "the semantic arm was not asked for"
+        report: dict[str, Any] = {
+            "dataset": dataset,
+            "data": [str(p) for p in info.data_files],
+            "store": str(info.store_path),
+            "store_action": info.store_action,
+            "subset": {"every": every, "limit_per_workspace": limit},
+            "depth": DEPTH,
+            "questions": len(info.prepared.questions),
+            "evidence": info.prepared.evidence,
+            "relevance": {k: v for k, v in RELEVANCE_NOTE.items() if k in info.prepared.levels or k == "ranking"},
+        }
+        if ablation is not None:
+            report["ablation"] = ablate(opened, info.prepared, ablation, cfg, semantic, reason)
+        else:
+            report["arms"] = compare_arms(opened, info.prepared, arms, cfg, semantic, reason)
+        return report
+    finally:
+        opened.close()
+
+
+# -- output ---------------------------------------------------------------------------------------
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report's figures as markdown tables (for the README)."""
+    lines: list[str] = []
+    if "arms" in report:
+        for arm, res in report["arms"].items():
+            if not res.get("available"):
+                lines.append(f"**{arm}**: unavailable ({res.get('reason')})\n")
+                continue
+            lines.append(f"**{arm}** ({res['questions']} questions, {res['ms_per_query']} ms/query)\n")
+            lines.append("| level | scope | R@1 | R@5 | R@10 | MRR | nDCG@10 |")
+            lines.append("|---|---|---|---|---|---|---|")
+            for level in ("turn", "session", "source"):
+                for scope, figs in (res.get(level) or {}).items():
+                    if figs is None:
+                        continue
+                    lines.append(f"| {level} | {scope} | " + " | ".join(_fmt(figs[m]) for m in metrics.METRICS) + " |")
+            lines.append("")
+    if "ablation" in report:
+        levels = [lvl for lvl in ("turn", "session", "source") if report["ablation"]["rows"]
+                  and lvl in report["ablation"]["rows"][0]]
+        head = " | ".join(f"{lvl} {m}" for lvl in levels for m in ("R@5", "R@10", "MRR", "nDCG@10"))
+        lines.append(f"| variant | {head} |")
+        lines.append("|---|" + "---|" * (4 * len(levels)))
+        for row in report["ablation"]["rows"]:
+            figs = " | ".join(_fmt(row[lvl][m]) for lvl in levels for m in ("r@5", "r@10", "mrr", "ndcg@10"))
+            lines.append(f"| {row['variant']} | {figs} |")
+        for s in report["ablation"]["skipped"]:
+            lines.append(f"\nskipped: {s['variant']}: {s['reason']}")
+    return "\n".join(lines) + "\n"
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """`recallfs eval`: prints the report as JSON (or markdown); 0 on success, 1 on an error."""
+    section = getattr(args, "write_baseline", None)
+    every, limit = getattr(args, "every", None), args.limit
+    ablate = bool(getattr(args, "ablate", False))
+    for name, value in (("--limit", limit), ("--every", every)):
+        if value is not None and value < 1:
+            print(f"recallfs eval: {name} must be at least 1", file=sys.stderr)
+            return 1
+    if section:
+        problem = baseline_mod.section_problem(section, args.dataset, every, limit, ablate)
+        if problem:
+            print(f"recallfs eval: {problem}", file=sys.stderr)
+            return 1
+        if section == "ci":
+            every = CI_EVERY
+    arms = [args.arm] if args.arm else None
+    try:
+        report = evaluate(args.dataset, data=args.data, store=Path(args.store) if args.store else None,
+                          every=every, limit=limit, arms=arms, ablation=ablations() if ablate else None)
+    except (EvalError, datasets.DatasetError) as exc:
+        print(f"recallfs eval: {exc}", file=sys.stderr)
+        return 1
+    if section:
+        path = baseline_mod.write_section(section, report)
+        print(f"recallfs eval: wrote the {section!r} figures to {path}", file=sys.stderr)
+    if getattr(args, "format", "json") == "markdown":
+        sys.stdout.write(markdown(report))
+    else:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0

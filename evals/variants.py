@@ -1,0 +1,89 @@
+"""Named recall variants: the harness's one extension point.
+
+A variant is a name and the keyword arguments it passes to `recall()`. The arm comparison is three
+variants; an ablation (`ablations()`) is a longer list: the arms, then one row per shaping stage of
+`ranking.pipeline.STAGES` flipped from its default through `recall(stages=...)`. To measure a new
+idea, add a row there: variants whose keywords `recall()` does not accept (a toggle not built yet,
+or renamed) are reported as skipped instead of failing the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from recallfs.query.query_syntax import RecallOptions
+
+Variant = dict[str, Any]  # keyword arguments for recall()
+
+ARM_VARIANTS: dict[str, Variant] = {
+    "lexical": {"arm": "lexical"},
+    "semantic": {"arm": "semantic"},
+    "fused": {"arm": "fused"},
+}
+
+def ablations() -> dict[str, Variant]:
+    """One row per stage toggled against the default pipeline ("fused" with every default)."""
+    rows: dict[str, Variant] = {
+        "default pipeline": {"arm": "fused"},
+        "lexical arm only": {"arm": "lexical"},
+        "semantic arm only": {"arm": "semantic"},
+        "equal provenance weights": {"arm": "fused", "weights": {}},
+    }
+    try:
+        from recallfs.ranking.pipeline import STAGES, StageConfig
+    except ImportError:  # no switchable stages: the arm rows still run
+        return rows
+    default = StageConfig()
+    for stage in STAGES:
+        if stage == "mmr":
+            continue  # MMR only acts under a token budget: measured by the budget rows below
+        toggled = default.toggled(stage)
+        rows[f"{stage} {'off' if _is_on(default, stage) else 'on'}"] = {"arm": "fused", "stages": toggled}
+    rows["no shaping stages (plain fusion)"] = {
+        "arm": "fused", "stages": default.replace(dedup=False, collapse=False, recency="off")}
+    rows["budget:1000 with MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000)}
+    rows["budget:1000 without MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000),
+                                       "stages": default.replace(mmr=False)}
+    return rows
+
+
+def _is_on(config: Any, stage: str) -> bool:
+    if stage == "recency":
+        return bool(config.recency != "off")
+    if stage == "bonuses":
+        return bool(config.tag_bonus > 0 or config.kind_bonus > 0)
+    if stage == "min_score":
+        return bool(config.min_score > 0)
+    return bool(getattr(config, stage))
+
+
+def uses_semantic(variant: Variant) -> bool:
+    return variant.get("arm", "fused") in ("semantic", "fused")
+
+
+def unsupported_keywords(variant: Mapping[str, Any], fn: Callable[..., Any]) -> list[str]:
+    """The keywords of `variant` that `fn` does not take (none when it takes **kwargs)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return []
+    return sorted(k for k in variant if k not in params)
+
+
+def describe(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON-safe form of a variant for the report."""
+    out: dict[str, Any] = {}
+    for key, value in variant.items():
+        if isinstance(value, RecallOptions):
+            out[key] = {f: getattr(value, f) for f in value.__slots__  # type: ignore[attr-defined]
+                        if getattr(value, f) not in (None, [])}
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # a stage config: only what differs from its defaults
+            default = type(value)()
+            out[key] = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+                        if getattr(value, f.name) != getattr(default, f.name)}
+        else:
+            out[key] = value
+    return out
