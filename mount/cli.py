@@ -64,23 +64,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", help="only memories up to this date")
     p.add_argument("--author", help="only memories written by this agent; same as agent:")
 
+    p = sub.add_parser("reindex", help="re-embed memories with the configured model; rebuild FAISS indexes")
+    _store_args(p, workspace=False, agent=False)
+    p.add_argument("--force", action="store_true", help="re-embed every memory, even those already embedded")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+
     p = sub.add_parser("status", help="report the store's and the live mounts' state")
     _store_args(p, agent=False)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("eval", help="run the recall-quality harness")
     p.add_argument("--dataset", default="locomo", choices=["locomo", "demo"])
-    p.add_argument("--data", type=Path, help="dataset file (default ../shared/data/locomo10.json)")
+    p.add_argument("--data", type=Path, help="dataset file (default ../shared/data/locomo10.json, or the "
+                   "bundled demo_memory.jsonl)")
     p.add_argument("--arm", choices=["lexical", "semantic", "fused"], help="one arm (default: all, side by side)")
-    p.add_argument("--limit", type=int, help="only the first N questions (a fixed subset)")
-    p.add_argument("--store", help="reuse or build the eval store here (default: a cache next to the data)")
+    p.add_argument("--limit", type=int, help="only the first N questions of each conversation (a fixed subset)")
+    p.add_argument("--every", type=int, help="only every Nth question of each conversation (a fixed subset)")
+    p.add_argument("--store", help="reuse or build the eval store here (default: a cache under "
+                   "~/.cache/recallfs/eval keyed by data and code)")
+    p.add_argument("--ablate", action="store_true", help="one row per pipeline stage toggled (evals/variants.py)")
+    p.add_argument("--format", default="json", choices=["json", "markdown"], help="report format (default json)")
+    p.add_argument("--write-baseline", choices=["ci", "full", "demo"],
+                   help="run that baseline's question set and write its figures to evals/baseline.json")
 
-    p = sub.add_parser("mount", help="mount the store as a filesystem")
+    p = sub.add_parser("mount", help="mount the store as a filesystem (read-only; see index.md inside)",
+                       description="Mount the store at MOUNTPOINT for one principal (--workspace, --agent). "
+                       "Returns once the mount is ready; the daemon runs in the background and owns the store "
+                       "(`recallfs ingest` and `recallfs recall` reach it through its control socket).")
     _store_args(p)
     p.add_argument("mountpoint", type=Path)
     p.add_argument("--foreground", action="store_true", help="stay in the foreground (logs to stderr)")
+    p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # the daemon reports readiness here
 
-    p = sub.add_parser("umount", help="unmount (also cleans up a dead mount)")
+    p = sub.add_parser("umount", help="unmount (also cleans up a dead mount)",
+                       description="Stop the mount's daemon, which unmounts cleanly; a dead mount left by a "
+                       "crash (\"Transport endpoint is not connected\") is detached.")
     p.add_argument("mountpoint", type=Path)
 
     p = sub.add_parser("policy", help="read policies: which memories an agent may read in a workspace")
@@ -160,14 +178,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     except IngestError as exc:
         raise CliError(f"ingest refused, nothing written: {exc}") from None
 
-    from recallfs.query.store import StoreLockedError
+    from recallfs.mount import control
+    from recallfs.query.store import Store, StoreError
 
-    try:
-        store = open_store(cfg, create=True)
-    except CliError:
-        raise
-    except StoreLockedError:  # pragma: no cover - open_store converts; kept for clarity
-        raise
+    try:  # waits while another command holds the store; None when a mount daemon holds it
+        store = control.open_unless_mounted(cfg["store"], lambda: Store(cfg["store"], create=True))
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+    if store is None:
+        return _ingest_via_daemon(args, cfg, org, ws, agent)
     progress = None
     bar = None
     if sys.stderr.isatty() and not args.no_progress and len(records) > 200:
@@ -195,6 +214,26 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _ingest_via_daemon(args: argparse.Namespace, cfg: dict[str, Any], org: str, ws: str, agent: str) -> int:
+    """The store is mounted: its daemon runs the same ingest and refreshes the mount's view."""
+    from recallfs.mount import control
+
+    payload = {"op": "ingest", "file": str(args.file.resolve()), "format": args.format, "org": org,
+               "workspace": ws, "agent": agent}
+    try:
+        reply = control.request(cfg["store"], payload)
+    except (OSError, control.ControlError) as exc:
+        raise CliError(str(exc)) from None
+    if reply is None:
+        raise CliError("the mount daemon holding the store went away; run the command again")
+    summary = reply["report"]
+    print(
+        f"ingested {args.file}: {summary['written']} written ({summary['new_versions']} new versions), "
+        f"{summary['unchanged']} unchanged, into {', '.join(summary['workspaces']) or '-'} (through the mount daemon)"
+    )
+    return EXIT_OK
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
     from recallfs.query.formats import RENDERERS
     from recallfs.query.query_syntax import RecallOptions, parse_when
@@ -216,31 +255,133 @@ def cmd_recall(args: argparse.Namespace) -> int:
         raise CliError("-k must be between 1 and 200")
     if args.offset < 0:
         raise CliError("--offset must not be negative")
+    routed = _recall_via_daemon(args, cfg, principal, opts)
+    if routed is not None:
+        sys.stdout.write(routed)
+        return EXIT_OK
+    semantic = _semantic_arm(cfg) if args.arm != "lexical" else None
     store = open_store(cfg, read_only=True)
     with store:
         result = recall(
             store, principal, args.query, k=args.k or cfg["k"], offset=args.offset, arm=args.arm,
-            options=opts, candidates=cfg["candidates"], rrf_k=cfg["rrf_k"],
+            options=opts, candidates=cfg["candidates"], rrf_k=cfg["rrf_k"], semantic=semantic,
         )
     sys.stdout.write(RENDERERS[args.format](result))
     return EXIT_OK
 
 
+def _recall_via_daemon(args: argparse.Namespace, cfg: dict[str, Any], principal: Any, opts: Any) -> str | None:
+    """When a mount daemon holds the store (DuckDB then excludes other readers), it runs the recall;
+    its semantic arm is already warm. None when no daemon holds the store."""
+    from recallfs.mount import control
+
+    payload = {"op": "recall", "query": args.query, "k": args.k, "offset": args.offset, "arm": args.arm,
+               "format": args.format, "options": control.options_payload(opts), "org": principal.org,
+               "workspace": principal.workspace, "agent": principal.agent}
+    try:
+        reply = control.request(cfg["store"], payload)
+    except (OSError, control.ControlError) as exc:
+        raise CliError(str(exc)) from None
+    return None if reply is None else str(reply["output"])
+
+
+def _semantic_arm(cfg: dict[str, Any]) -> Any:
+    """The semantic arm for a one-shot command: waits up to `warm_timeout_ms` (0: until loaded) for the
+    model the warm-up thread is loading; past that, recall answers lexically with `warming`."""
+    from recallfs.query.semantic import SemanticSearch
+
+    arm = SemanticSearch.from_settings(cfg)
+    if arm.embedder is not None:
+        wait_ms = float(cfg["warm_timeout_ms"])
+        arm.embedder.wait_ready(wait_ms / 1000.0 if wait_ms > 0 else None)
+    return arm
+
+
+def _start_warmup(args: argparse.Namespace) -> None:
+    """Begin loading the embedding model as the command starts, so it loads while the command parses
+    its input and opens the store."""
+    if getattr(args, "arm", None) == "lexical":
+        return
+    try:
+        from recallfs.query.embedder import start_warmup
+
+        start_warmup(settings_mod.resolve())
+    except Exception:  # a bad setting is reported by the command itself
+        return
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from recallfs.query.embedder import embedder_from_settings
+    from recallfs.query.vectors import VectorError, ensure_indexes, reindex
+
+    cfg = resolve_settings(args)
+    embedder = embedder_from_settings(cfg)
+    store = open_store(cfg)
+    with store:
+        if not embedder.wait_ready():
+            raise CliError(f"cannot reindex: {embedder.problem}")
+        bar: Any = None
+        progress = None
+        if sys.stderr.isatty() and not args.no_progress:
+            from tqdm import tqdm
+
+            def progress(done: int, total: int) -> None:
+                nonlocal bar
+                if bar is None:
+                    bar = tqdm(total=total, unit="row", desc="embed", file=sys.stderr)
+                bar.update(done - bar.n)
+
+        try:
+            report = reindex(store, embedder, force=args.force, progress=progress)
+            indexes = ensure_indexes(store)
+        except VectorError as exc:
+            raise CliError(str(exc)) from None
+        finally:
+            if bar is not None:
+                bar.close()
+    print(f"reindexed {cfg['store']}: {report.embedded} memories embedded with {report.model} "
+          f"({report.dim}-d); {indexes} FAISS indexes up to date")
+    if not cfg["semantic"]:
+        print("note: the semantic arm is off (RECALLFS_SEMANTIC=false); recall will not use these vectors")
+    return EXIT_OK
+
+
 def cmd_status(args: argparse.Namespace) -> int:
+    from recallfs.mount.control import ControlError, open_unless_mounted, request
+    from recallfs.mount.daemon import mount_status
+
     cfg = resolve_settings(args)
     info: dict[str, Any] = {"store": cfg["store"], "exists": Path(cfg["store"]).expanduser().exists()}
     if info["exists"]:
-        store = open_store(cfg, read_only=True)
-        with store:
-            info["workspaces"] = {
-                f"{o}/{w}": store.table_counts(store.partition(o, w)) for o, w in store.workspaces()
-            }
+        try:  # a mounted store is held by its daemon: ask it
+            reply = request(cfg["store"], {"op": "counts"}, timeout=30)
+        except (OSError, ControlError) as exc:
+            raise CliError(f"the daemon holding {cfg['store']} did not answer: {exc}") from None
+        if reply is not None:
+            info["workspaces"], info["held_by"] = reply["workspaces"], "a mount daemon"
+        else:
+            store = open_unless_mounted(cfg["store"], lambda: open_store(cfg, read_only=True))
+            if store is not None:
+                with store:
+                    info["workspaces"] = {
+                        f"{o}/{w}": store.table_counts(store.partition(o, w)) for o, w in store.workspaces()
+                    }
+    info["mounts"] = mount_status()
     if args.json:
-        print(json.dumps(info, indent=2))
-    else:
-        print(f"store: {info['store']}{'' if info['exists'] else ' (missing)'}")
-        for ws, counts in info.get("workspaces", {}).items():
-            print(f"  {ws}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
+        print(json.dumps(info, indent=2, default=str))
+        return EXIT_OK
+    print(f"store: {info['store']}{'' if info['exists'] else ' (missing)'}")
+    for ws, counts in info.get("workspaces", {}).items():
+        print(f"  {ws}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
+    print("mounts:" if info["mounts"] else "mounts: none")
+    for m in info["mounts"]:
+        line = f"  {m['mountpoint']}: {m['health']}; store {m['store']}, {m['principal']}, pid {m['pid']}"
+        detail = m.get("detail") or {}
+        if detail:
+            line += (f", up {m.get('uptime_s')} s, {detail.get('requests', 0)} requests, "
+                     f"{detail.get('unexpected_errors', 0)} errors, recall "
+                     + (f"degraded: {detail.get('degraded_reason')}" if detail.get("degraded") else "hybrid"))
+        print(line)
     return EXIT_OK
 
 
@@ -251,11 +392,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_mount(args: argparse.Namespace) -> int:
-    raise CliError("mounting is not built yet")
+    from recallfs.mount.daemon import MountConfig, MountError, mount
+    from recallfs.mount.registry import canonical
+
+    cfg = resolve_settings(args)
+    config = MountConfig(
+        mountpoint=canonical(args.mountpoint), store=canonical(cfg["store"]), principal=principal_from(cfg),
+        settings=cfg, foreground=args.foreground, ready_fd=args.ready_fd,
+    )
+    try:
+        return mount(config)
+    except MountError as exc:
+        raise CliError(str(exc)) from None
 
 
 def cmd_umount(args: argparse.Namespace) -> int:
-    raise CliError("unmounting is not built yet")
+    from recallfs.mount.daemon import MountError, unmount
+    from recallfs.mount.registry import canonical
+
+    try:
+        print(unmount(canonical(args.mountpoint)))
+    except MountError as exc:
+        raise CliError(str(exc)) from None
+    return EXIT_OK
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
@@ -287,6 +446,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "init": cmd_init, "ingest": cmd_ingest, "recall": cmd_recall, "status": cmd_status, "eval": cmd_eval,
+    "reindex": cmd_reindex,
     "mount": cmd_mount, "umount": cmd_umount, "policy": cmd_policy,
 }
 
@@ -295,6 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.command in ("ingest", "recall", "reindex"):
+        _start_warmup(args)
     try:
         return COMMANDS[args.command](args)
     except CliError as exc:

@@ -64,3 +64,19 @@ def cli(store_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
 
 def needs_locomo() -> pytest.MarkDecorator:
     return pytest.mark.skipif(not LOCOMO.exists(), reason=f"LoCoMo data not present at {LOCOMO} (eval-only data)")
+
+
+@pytest.fixture(scope="session")
+def locomo_store() -> Path:
+    """A LoCoMo store with vectors, built once and cached across runs (the eval harness's cache):
+    embedding its 8,695 rows takes a minute or more on two cores. Read-only users may open it as is;
+    writers must copy it."""
+    if not LOCOMO.exists():
+        pytest.skip(f"LoCoMo data not present at {LOCOMO} (eval-only data)")
+    from recallfs.evals.store_cache import default_store_path, ensure_store
+    from recallfs.query.importers import read_locomo
+
+    path = default_store_path("locomo", [LOCOMO])
+    ensure_store(path, lambda: read_locomo(LOCOMO, org="locomo", workspace="unused", agent="default"),
+                 refresh=False)
+    return path

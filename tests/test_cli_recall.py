@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import LOCOMO, fact, needs_locomo, run_cli, turn, write_jsonl
+from conftest import fact, run_cli, turn, write_jsonl
 
 RECORDS = [fact(f"f{i}", f"deploy note {i}: the docs deploy uses rsync to the static host", tags=["deploy"])
            for i in range(15)] + [turn("s1", 0, "maya", "how do we deploy the docs?")]
@@ -80,10 +80,8 @@ def test_bad_workspace_is_a_clear_error(loaded):
     assert proc.returncode == 1 and "bad workspace" in proc.stderr
 
 
-@needs_locomo()
-def test_known_locomo_answer(tmp_path):
-    env = {"RECALLFS_STORE": str(tmp_path / "lc.duckdb")}
-    run_cli("ingest", "--format", "locomo", str(LOCOMO), env=env, check=True)
+def test_known_locomo_answer(locomo_store):
+    env = {"RECALLFS_STORE": str(locomo_store)}
     out = json.loads(run_cli("recall", "--workspace", "locomo/conv-26",
                              "When did Caroline go to the LGBTQ support group?", "--format", "json",
                              env=env, check=True).stdout)

@@ -1,0 +1,124 @@
+"""The daemon's concurrency rules as code (developer-notes/concurrency.md explains them).
+
+- `GuardedStore`: a Store that refuses to hand out a DuckDB cursor on the trio thread, so a blocking
+  query on the event loop is an error (counted and logged), not a silent stall.
+- `SingleFlight`: concurrent requests for the same expensive thing (a listing, a recall) share one
+  worker-thread computation.
+- `LRU`: a bounded cache. Only the trio thread touches these caches, so they need no locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import duckdb
+import trio
+
+from recallfs.query.store import Store
+
+log = logging.getLogger("recallfs.mount")
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LoopThreadError(RuntimeError):
+    """A DuckDB call was attempted on the trio thread."""
+
+
+class GuardedStore(Store):
+    """The daemon's store. `loop_thread` is set once trio runs; cursors are refused on that thread."""
+
+    def __init__(self, path: str | Path, **kwargs: Any) -> None:
+        self.loop_thread: int | None = None
+        self.violations = 0
+        super().__init__(path, **kwargs)
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        if self.loop_thread is not None and threading.get_ident() == self.loop_thread:
+            self.violations += 1
+            log.error("DuckDB cursor requested on the trio thread (a bug: it would block every request)")
+            raise LoopThreadError("DuckDB must not be called on the trio thread")
+        return super().cursor()
+
+
+@dataclass(slots=True)
+class _Flight(Generic[T]):
+    done: trio.Event = field(default_factory=trio.Event)
+    ok: bool = False
+    result: Any = None
+    error: Exception | None = None
+
+
+class SingleFlight:
+    """`await run(key, fn)`: the first caller computes, callers arriving meanwhile get its result."""
+
+    def __init__(self) -> None:
+        self._flights: dict[Hashable, _Flight[Any]] = {}
+
+    async def run(self, key: Hashable, fn: Callable[[], Awaitable[T]]) -> T:
+        while True:
+            flight = self._flights.get(key)
+            if flight is None:
+                break
+            await flight.done.wait()
+            if flight.ok:
+                return flight.result  # type: ignore[no-any-return]
+            if flight.error is not None:
+                raise flight.error
+            # The computing task was cancelled: compute again ourselves.
+        flight = _Flight()
+        self._flights[key] = flight
+        try:
+            flight.result = await fn()
+            flight.ok = True
+            return flight.result  # type: ignore[no-any-return]
+        except Exception as exc:
+            flight.error = exc
+            raise
+        finally:
+            del self._flights[key]
+            flight.done.set()
+
+
+class LRU(Generic[K, V]):
+    """Least-recently-used cache bounded by a total weight (bytes, entries, ...)."""
+
+    def __init__(self, capacity: int, weigh: Callable[[V], int] = lambda _v: 1) -> None:
+        self.capacity = capacity
+        self.weigh = weigh
+        self.weight = 0
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def get(self, key: K) -> V | None:
+        value = self._items.get(key)
+        if value is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._items.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.weight -= self.weigh(old)
+        self._items[key] = value
+        self.weight += self.weigh(value)
+        while self.weight > self.capacity and len(self._items) > 1:
+            _, evicted = self._items.popitem(last=False)
+            self.weight -= self.weigh(evicted)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.weight = 0

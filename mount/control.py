@@ -1,0 +1,214 @@
+"""The control channel: a Unix socket next to the store, through which `recallfs ingest`, `recallfs
+recall` and `recallfs status` reach the daemon that holds the store.
+
+DuckDB lets one process open a store for writing and then excludes readers in other processes, so
+while a store is mounted the daemon does the work itself: it runs the same `ingest_records` and
+`recall` the CLI runs, in its worker threads, and invalidates the kernel's cache afterwards.
+
+Protocol: one JSON object per line in, one JSON object per line out, one request per connection.
+Replies are {"ok": true, ...} or {"ok": false, "error": "..."}. The socket is mode 0600.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from recallfs.mount.registry import socket_path
+
+log = logging.getLogger("recallfs.mount.control")
+MAX_REQUEST = 1 << 20
+LOCK_WAIT_S = 120.0  # how long a CLI command waits for a store another process holds
+
+
+class ControlError(RuntimeError):
+    """The daemon answered with an error; the message is for the user."""
+
+
+# -- client (the CLI side; plain blocking sockets) ---------------------------------------------------
+def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any] | None:
+    """Send one request to the daemon holding `store`. None when no daemon listens there."""
+    path = socket_path(store)
+    if not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        try:
+            sock.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            return None  # a stale socket from a daemon that died
+        sock.sendall(json.dumps(payload).encode() + b"\n")
+        chunks = []
+        while True:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    finally:
+        sock.close()
+    raw = b"".join(chunks)
+    if not raw:
+        raise ControlError("the daemon closed the connection without an answer (see its log)")
+    reply: dict[str, Any] = json.loads(raw)
+    if not reply.get("ok"):
+        raise ControlError(str(reply.get("error", "unknown error")))
+    return reply
+
+
+def open_unless_mounted(store: str | Path, opener: Callable[[], Any], *, wait_s: float = LOCK_WAIT_S) -> Any:
+    """Open the store, or return None when a daemon holds it (route the command there instead).
+
+    A store held by another short-lived process (an ingest, a recall) is waited for, not failed on."""
+    from recallfs.query.store import StoreLockedError
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        if request(store, {"op": "ping"}, timeout=10) is not None:
+            return None
+        try:
+            return opener()
+        except StoreLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
+def options_payload(opts: Any) -> dict[str, Any]:
+    """RecallOptions -> JSON (dates as ISO strings)."""
+    return {
+        "kinds": list(opts.kinds), "tags": list(opts.tags), "session": opts.session, "agent": opts.agent,
+        "since": opts.since.isoformat() if opts.since else None,
+        "until": opts.until.isoformat() if opts.until else None,
+    }
+
+
+def _options(payload: dict[str, Any]) -> Any:
+    from recallfs.query.query_syntax import RecallOptions
+
+    return RecallOptions(
+        kinds=list(payload.get("kinds") or []), tags=list(payload.get("tags") or []),
+        session=payload.get("session"), agent=payload.get("agent"),
+        since=datetime.fromisoformat(payload["since"]) if payload.get("since") else None,
+        until=datetime.fromisoformat(payload["until"]) if payload.get("until") else None,
+    )
+
+
+# -- server (inside the daemon, on trio) ---------------------------------------------------------------
+class ControlServer:
+    def __init__(self, ops: Any, state: dict[str, Any], settings: dict[str, Any]) -> None:
+        self.ops = ops
+        self.state = state  # pid, mountpoint, store, principal ...
+        self.settings = settings
+        self.started = time.time()
+
+    async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is created 0600: only the owner may ingest or recall
+        try:
+            await sock.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        sock.listen(32)
+        listener = trio.SocketListener(sock)
+        task_status.started()
+        await trio.serve_listeners(self._handle, [listener])
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        # Everything is caught: an exception here would end serve_listeners and with it the daemon.
+        try:
+            async with stream:
+                raw = b""
+                while not raw.endswith(b"\n"):
+                    chunk = await stream.receive_some(1 << 16)
+                    if not chunk:
+                        return
+                    raw += chunk
+                    if len(raw) > MAX_REQUEST:
+                        raise ControlError("request too large")
+                try:
+                    reply = await self.dispatch(json.loads(raw))
+                except ControlError as exc:
+                    reply = {"ok": False, "error": str(exc)}
+                except Exception as exc:
+                    log.exception("control request failed")
+                    reply = {"ok": False, "error": f"internal error in the daemon ({type(exc).__name__}: {exc}); "
+                             "see its log"}
+                await stream.send_all(json.dumps(reply, default=str).encode() + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ControlError, ValueError):
+            return
+        except Exception:
+            log.exception("control connection failed")
+
+    async def dispatch(self, req: dict[str, Any]) -> dict[str, Any]:
+        op = req.get("op")
+        if op == "ping":
+            return {"ok": True, **self.state, "uptime_s": round(time.time() - self.started, 1),
+                    "health": self.ops.health()}
+        if op == "ingest":
+            return await self._ingest(req)
+        if op == "recall":
+            return await self._recall(req)
+        if op == "counts":
+            return {"ok": True, "workspaces": await self.ops._sync(self._counts)}
+        raise ControlError(f"unknown request {op!r}")
+
+    async def _ingest(self, req: dict[str, Any]) -> dict[str, Any]:
+        from recallfs.query.ingest import IngestError
+        from recallfs.query.ingest_file import ingest_records, load_file
+
+        store = self.ops.store
+
+        def work() -> Any:
+            records = load_file(Path(req["file"]), req["format"], org=req["org"], workspace=req["workspace"],
+                                agent=req["agent"])
+            return ingest_records(store, records)
+
+        try:
+            report = await self.ops.write_store(work)
+        except IngestError as exc:
+            raise ControlError(f"ingest refused, nothing written: {exc}") from None
+        return {"ok": True, "report": report.as_dict()}
+
+    async def _recall(self, req: dict[str, Any]) -> dict[str, Any]:
+        from recallfs.query.formats import RENDERERS
+        from recallfs.query.recall import recall
+        from recallfs.scope.principal import Principal
+
+        principal = Principal(req["org"], req["workspace"], req["agent"])
+        fmt = req.get("format", "text")
+        if fmt not in RENDERERS:
+            raise ControlError(f"unknown format {fmt!r}")
+        cfg = self.settings
+        semantic = self.ops.semantic if req.get("arm", "fused") != "lexical" else None
+
+        def work() -> str:
+            result = recall(
+                self.ops.store, principal, req["query"], k=int(req.get("k") or cfg["k"]),
+                offset=int(req.get("offset") or 0), arm=req.get("arm", "fused"),
+                options=_options(req.get("options") or {}), candidates=int(cfg["candidates"]),
+                rrf_k=int(cfg["rrf_k"]), semantic=semantic,
+            )
+            return RENDERERS[fmt](result)
+
+        return {"ok": True, "output": await self.ops._sync(work)}
+
+    def _counts(self) -> dict[str, dict[str, int]]:
+        store = self.ops.store
+        out = {}
+        for org, ws in store.workspaces():
+            schema = store.partition(org, ws)
+            if schema is not None:
+                out[f"{org}/{ws}"] = store.table_counts(schema)
+        return out

@@ -1,0 +1,168 @@
+"""Inodes: one node per (parent inode, name, content identity), with kernel lookup counts.
+
+- A node's content never changes. Changed content (a new fact version, a longer transcript, a new
+  recall run) is a different identity, so it gets a fresh inode number; numbers are never reused.
+- The kernel holds a node for every successful lookup and every readdir entry it accepted; `forget`
+  gives them back and a node with none left is dropped (structural directories stay pinned).
+- `dentries` remembers which (parent, name) -> inode bindings the kernel may have cached, so that an
+  ingest can invalidate exactly the ones whose meaning changed.
+- Attributes are built once per node, in `make_attr`, the one place that sets timeouts.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyfuse3
+
+from recallfs.mount.browse import Content, Dep, Entry
+from recallfs.mount.paths import Kind
+
+LONG_TIMEOUT = 3600.0  # seconds; immutable content, and bindings that ingest invalidates explicitly
+RECALL_KINDS = frozenset({Kind.QUERY, Kind.HIT, Kind.RESULTS_JSON, Kind.CONTEXT_XML})
+PINNED_KINDS = frozenset({Kind.ROOT, Kind.FACTS, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.ENTITIES,
+                          Kind.HISTORY, Kind.RECALL, Kind.RESULTS})
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    ino: int
+    parent: int
+    name: str
+    parts: tuple[str, ...]
+    kind: Kind
+    params: dict[str, Any]
+    key: tuple[Any, ...]
+    attr: pyfuse3.EntryAttributes
+    content: Content | None = None
+    target: bytes | None = None
+    deps: frozenset[Dep] = frozenset()
+    lookups: int = 0
+    pinned: bool = False
+    snapshot: Any = None  # the RecallSnapshot of a recall directory
+    born: float = field(default_factory=time.monotonic)
+
+    @property
+    def is_dir(self) -> bool:
+        return self.content is None and self.target is None
+
+
+def _ns(when: datetime | None, default_ns: int) -> int:
+    if when is None:
+        return default_ns
+    return int(when.timestamp() * 1e9)
+
+
+def make_attr(ino: int, entry: Entry, recall_ttl: float, default_ns: int) -> pyfuse3.EntryAttributes:
+    attr = pyfuse3.EntryAttributes()
+    attr.st_ino = ino
+    attr.generation = 0
+    if entry.content is not None:
+        attr.st_mode = stat.S_IFREG | 0o444
+        attr.st_size = entry.content.size
+    elif entry.target is not None:
+        attr.st_mode = stat.S_IFLNK | 0o777
+        attr.st_size = len(os.fsencode(entry.target))
+    else:
+        attr.st_mode = stat.S_IFDIR | 0o555
+        attr.st_size = 0
+    # Directories say nlink 1 ("not counted"): find then makes no leaf-directory assumptions.
+    attr.st_nlink = 1
+    attr.st_uid = os.getuid()
+    attr.st_gid = os.getgid()
+    attr.st_blksize = 4096
+    attr.st_blocks = (attr.st_size + 511) // 512
+    ns = _ns(entry.mtime, default_ns)
+    attr.st_atime_ns = attr.st_mtime_ns = attr.st_ctime_ns = ns
+    timeout = recall_ttl if entry.kind in RECALL_KINDS else LONG_TIMEOUT
+    attr.entry_timeout = timeout
+    attr.attr_timeout = timeout
+    return attr
+
+
+def identity(entry: Entry) -> tuple[Any, ...]:
+    if entry.content is not None:
+        return ("file", entry.content.key)
+    if entry.target is not None:
+        return ("link", entry.target)
+    return ("dir", entry.params.get("snapshot"))
+
+
+class InodeTable:
+    def __init__(self, recall_ttl: float) -> None:
+        self.recall_ttl = recall_ttl
+        self.started_ns = time.time_ns()
+        self.nodes: dict[int, Node] = {}
+        self.by_key: dict[tuple[Any, ...], Node] = {}
+        self.dentries: dict[tuple[int, str], int] = {}
+        self._next = pyfuse3.ROOT_INODE + 1
+        root = Entry("", Kind.ROOT)
+        self.root = Node(pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE, "", (), Kind.ROOT, {}, ("root",),
+                         make_attr(pyfuse3.ROOT_INODE, root, recall_ttl, self.started_ns), pinned=True)
+        self.nodes[self.root.ino] = self.root
+
+    def get(self, ino: int) -> Node | None:
+        return self.nodes.get(ino)
+
+    def node_for(self, parent: Node, entry: Entry) -> Node:
+        """The node for `entry` below `parent`: the existing one when its identity is unchanged."""
+        key = (parent.ino, entry.name, identity(entry))
+        node = self.by_key.get(key)
+        if node is not None:
+            return node
+        ino = self._next
+        self._next += 1
+        node = Node(
+            ino=ino, parent=parent.ino, name=entry.name, parts=(*parent.parts, entry.name), kind=entry.kind,
+            params=entry.params, key=key, attr=make_attr(ino, entry, self.recall_ttl, self.started_ns),
+            content=entry.content, target=os.fsencode(entry.target) if entry.target is not None else None,
+            deps=entry.deps, pinned=entry.kind in PINNED_KINDS,
+        )
+        self.nodes[ino] = node
+        self.by_key[key] = node
+        return node
+
+    def remember(self, node: Node) -> None:
+        """The kernel now holds one more reference, under (parent, name)."""
+        node.lookups += 1
+        self.dentries[(node.parent, node.name)] = node.ino
+
+    def discard_if_unused(self, node: Node) -> None:
+        if node.lookups <= 0 and not node.pinned:
+            self._drop(node)
+
+    def forget(self, ino: int, count: int) -> None:
+        node = self.nodes.get(ino)
+        if node is None:
+            return
+        node.lookups -= count
+        if node.lookups <= 0 and not node.pinned:
+            self._drop(node)
+
+    def _drop(self, node: Node) -> None:
+        self.nodes.pop(node.ino, None)
+        if self.by_key.get(node.key) is node:
+            del self.by_key[node.key]
+        if self.dentries.get((node.parent, node.name)) == node.ino:
+            del self.dentries[(node.parent, node.name)]
+
+    def take_stale(self, deps: Iterable[Dep]) -> list[tuple[int, str]]:
+        """The cached bindings whose node depends on any of `deps`; they are forgotten here, and the
+        caller tells the kernel to drop them."""
+        wanted = set(deps)
+        stale: list[tuple[int, str]] = []
+        for (parent, name), ino in list(self.dentries.items()):
+            node = self.nodes.get(ino)
+            if node is None or node.deps & wanted:
+                stale.append((parent, name))
+                del self.dentries[(parent, name)]
+        return stale
+
+    def __len__(self) -> int:
+        return len(self.nodes)

@@ -1,0 +1,117 @@
+"""File names in the mount: slugs, safe encodings of stored values, and the names of each file kind.
+
+Pure functions, tested from tables. A name is at most NAME_MAX (255) bytes and never holds '/' or NUL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+NAME_MAX = 255
+# '/' cannot appear in a file name. Stored values (tags, sessions, entities) show it as U+2215
+# DIVISION SLASH, which looks the same; in recall queries both that and %2F mean '/'.
+SLASH_STANDIN = "\u2215"
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+_PERCENT_SLASH = re.compile(r"%2f", re.I)
+
+TABLE_SINGULAR = {"facts": "fact", "summaries": "summary", "turns": "turn"}
+SINGULAR_TABLE = {v: k for k, v in TABLE_SINGULAR.items()}
+
+
+class NameTooLong(ValueError):
+    """A name over NAME_MAX bytes."""
+
+
+def slug(text: str, max_chars: int = 48, fallback: str = "memory") -> str:
+    """Lower-case words joined by '-': 'Tests use nextest!' -> 'tests-use-nextest'. Never holds '--'."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    out = ""
+    for word in _WORDS.findall(folded):
+        candidate = f"{out}-{word}" if out else word
+        if len(candidate) > max_chars:
+            if not out:
+                out = word[:max_chars]
+            break
+        out = candidate
+    return out or fallback
+
+
+def fits(name: str) -> bool:
+    return len(name.encode("utf-8", "surrogateescape")) <= NAME_MAX
+
+
+def encode_value(value: str, suffix: str = "") -> str:
+    """A stored value (tag, kind, session, entity) as a file name (plus `suffix`, e.g. '.md').
+
+    '/' shows as U+2215; NUL is dropped; '.' and '..' get a trailing '_'; a name over 255 bytes is cut
+    and ends in '~' and a short hash of the whole value, so distinct values keep distinct names."""
+    name = value.replace("/", SLASH_STANDIN).replace("\0", "")
+    if name in ("", ".", ".."):
+        name += "_"
+    if fits(name + suffix):
+        return name + suffix
+    digest = "~" + hashlib.sha1(value.encode()).hexdigest()[:10]
+    room = NAME_MAX - len((digest + suffix).encode())
+    cut = name.encode()[:room].decode("utf-8", "ignore")
+    return cut + digest + suffix
+
+
+def decode_value(name: str, suffix: str = "") -> str | None:
+    """The value `encode_value` turned into `name`, or None when the name was shortened (ask the listing)."""
+    if suffix:
+        if not name.endswith(suffix):
+            return None
+        name = name[: -len(suffix)]
+    if re.search(r"~[0-9a-f]{10}$", name) and len(name.encode()) >= NAME_MAX - len(suffix) - 11:
+        return None
+    if name.endswith("_") and name[:-1] in ("", ".", ".."):
+        name = name[:-1]
+    return name.replace(SLASH_STANDIN, "/")
+
+
+def decode_query(name: str) -> str:
+    """A recall directory name -> the query: U+2215 and %2F stand for '/'."""
+    if not fits(name):
+        raise NameTooLong(name)
+    return _PERCENT_SLASH.sub("/", name.replace(SLASH_STANDIN, "/"))
+
+
+def fact_name(content: str, mem_id: str) -> str:
+    """facts/<slug>--<id>.md; the slug never holds '--', so the first '--' ends it."""
+    return f"{slug(content, fallback='fact')}--{mem_id}.md"
+
+
+def parse_fact_name(name: str) -> str | None:
+    """The memory id in a fact file name, or None."""
+    if not name.endswith(".md") or "--" not in name:
+        return None
+    mem_id = name[:-3].split("--", 1)[1]
+    return mem_id if re.fullmatch(r"[A-Za-z0-9._-]{1,64}", mem_id) else None
+
+
+def turn_name(seq: int | None, speaker: str | None) -> str:
+    return f"{(seq or 0):04d}-{slug(speaker or '', 24, fallback='turn')}.md"
+
+
+def version_name(version: int, table: str | None = None) -> str:
+    """history/<id>/v<n>.md; `table` only when one id names memories in two tables."""
+    return f"v{version}.md" if table is None else f"v{version}-{TABLE_SINGULAR[table]}.md"
+
+
+def parse_version_name(name: str) -> int | None:
+    m = re.fullmatch(r"v([1-9][0-9]{0,8})(?:-(?:fact|summary|turn))?\.md", name)
+    return int(m.group(1)) if m else None
+
+
+def hit_name(rank: int, table: str, label: str, width: int = 2) -> str:
+    """recall/<q>/NN-<table>-<slug>.md"""
+    return f"{rank:0{width}d}-{TABLE_SINGULAR.get(table, table)}-{slug(label, 40)}.md"
+
+
+def disambiguate(name: str, mem_id: str) -> str:
+    """A second file that would take an existing name gets its id: '0003-bob.md' -> '0003-bob--t-1.md'."""
+    stem, dot, ext = name.rpartition(".")
+    return f"{stem}--{mem_id}.{ext}" if dot else f"{name}--{mem_id}"

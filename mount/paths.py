@@ -1,0 +1,210 @@
+"""The path grammar of the mount: an ordered route table from path components to node kinds.
+
+Pure: `resolve(("facts", "by-kind", "decision"))` -> Match(Kind.KIND, {"kind_name": "decision"}).
+The first route whose pattern matches wins, so literals are listed before placeholders at one level.
+Whether the named memory exists (and may be read) is the store's question, not the grammar's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from recallfs.mount.names import (
+    NameTooLong,
+    decode_query,
+    fits,
+    parse_fact_name,
+    parse_version_name,
+)
+
+RESULTS_DIR = ".results"  # recall/.results/<query>/ holds the result directories the links point at
+TRUNCATED_NAME = "_truncated.md"  # in a listing cut at max_rows: says so, and how to see the rest
+
+
+class Kind(StrEnum):
+    ROOT = "root"
+    INDEX = "index"
+    FACTS = "facts"
+    FACT = "fact"
+    KINDS = "kinds"
+    KIND = "kind"
+    TAGS = "tags"
+    TAG = "tag"
+    SESSIONS = "sessions"
+    SESSION = "session"
+    SUMMARY = "summary"
+    TRANSCRIPT = "transcript"
+    TURNS = "turns"
+    TURN = "turn"
+    ENTITIES = "entities"
+    ENTITY = "entity"
+    HISTORY = "history"
+    VERSIONS = "versions"
+    VERSION = "version"
+    RECALL = "recall"
+    RESULTS = "results"
+    QUERY_LINK = "query_link"
+    QUERY = "query"
+    HIT = "hit"
+    RESULTS_JSON = "results_json"
+    CONTEXT_XML = "context_xml"
+    TRUNCATED = "truncated"
+
+
+DIR_KINDS = frozenset({
+    Kind.ROOT, Kind.FACTS, Kind.KINDS, Kind.KIND, Kind.TAGS, Kind.TAG, Kind.SESSIONS, Kind.SESSION, Kind.TURNS,
+    Kind.ENTITIES, Kind.HISTORY, Kind.VERSIONS, Kind.RECALL, Kind.RESULTS, Kind.QUERY,
+})
+LINK_KINDS = frozenset({Kind.QUERY_LINK})
+# Listings that come from the store and may be cut at max_rows.
+TRUNCATABLE = frozenset({
+    Kind.FACTS, Kind.KIND, Kind.TAG, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.TURNS, Kind.ENTITIES,
+    Kind.HISTORY, Kind.VERSIONS,
+})
+
+Params = dict[str, str | int]
+_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def _visible(name: str) -> bool:
+    # Hidden names are never memories: tools probe for .git, .gitignore, .rgignore in every directory.
+    return not name.startswith(".")
+
+
+def _fact(name: str) -> Params | None:
+    mem_id = parse_fact_name(name)
+    return {"id": mem_id} if mem_id else None
+
+
+def _value(key: str, suffix: str = "") -> Callable[[str], Params | None]:
+    def parse(name: str) -> Params | None:
+        if suffix and not name.endswith(suffix):
+            return None
+        return {key: name}
+    return parse
+
+
+def _memory_id(name: str) -> Params | None:
+    return {"id": name} if _ID.fullmatch(name) else None
+
+
+def _version(name: str) -> Params | None:
+    n = parse_version_name(name)
+    return {"version": n} if n is not None else None
+
+
+def _turn(name: str) -> Params | None:
+    m = re.fullmatch(r"([0-9]{4,})-.+\.md", name)
+    return {"turn_name": name, "seq": int(m.group(1))} if m else None
+
+
+def _query(name: str) -> Params | None:
+    if not _visible(name):
+        return None
+    return {"query": decode_query(name)}
+
+
+def _hit(name: str) -> Params | None:
+    m = re.fullmatch(r"([0-9]{2,})-(fact|summary|turn)-.*\.md", name)
+    return {"rank": int(m.group(1))} if m else None
+
+
+PLACEHOLDERS: dict[str, Callable[[str], Params | None]] = {
+    "{fact}": _fact,
+    "{kind}": _value("kind_name"),
+    "{tag}": _value("tag_name"),
+    "{session}": _value("session_name"),
+    "{turn}": _turn,
+    "{entity}": _value("entity_name", ".md"),
+    "{id}": _memory_id,
+    "{version}": _version,
+    "{query}": _query,
+    "{hit}": _hit,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    pattern: tuple[str, ...]
+    kind: Kind
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    kind: Kind
+    params: Params = field(default_factory=dict)
+
+    @property
+    def is_dir(self) -> bool:
+        return self.kind in DIR_KINDS
+
+
+ROUTES: tuple[Route, ...] = (
+    Route((), Kind.ROOT),
+    Route(("index.md",), Kind.INDEX),
+    Route(("facts",), Kind.FACTS),
+    Route(("facts", "by-kind"), Kind.KINDS),
+    Route(("facts", "by-kind", "{kind}"), Kind.KIND),
+    Route(("facts", "by-kind", "{kind}", "{fact}"), Kind.FACT),
+    Route(("facts", "by-tag"), Kind.TAGS),
+    Route(("facts", "by-tag", "{tag}"), Kind.TAG),
+    Route(("facts", "by-tag", "{tag}", "{fact}"), Kind.FACT),
+    Route(("facts", "{fact}"), Kind.FACT),
+    Route(("sessions",), Kind.SESSIONS),
+    Route(("sessions", "{session}"), Kind.SESSION),
+    Route(("sessions", "{session}", "summary.md"), Kind.SUMMARY),
+    Route(("sessions", "{session}", "transcript.md"), Kind.TRANSCRIPT),
+    Route(("sessions", "{session}", "turns"), Kind.TURNS),
+    Route(("sessions", "{session}", "turns", "{turn}"), Kind.TURN),
+    Route(("entities",), Kind.ENTITIES),
+    Route(("entities", "{entity}"), Kind.ENTITY),
+    Route(("history",), Kind.HISTORY),
+    Route(("history", "{id}"), Kind.VERSIONS),
+    Route(("history", "{id}", "{version}"), Kind.VERSION),
+    Route(("recall",), Kind.RECALL),
+    Route(("recall", RESULTS_DIR), Kind.RESULTS),
+    Route(("recall", RESULTS_DIR, "{query}"), Kind.QUERY),
+    Route(("recall", RESULTS_DIR, "{query}", "results.json"), Kind.RESULTS_JSON),
+    Route(("recall", RESULTS_DIR, "{query}", "context.xml"), Kind.CONTEXT_XML),
+    Route(("recall", RESULTS_DIR, "{query}", "{hit}"), Kind.HIT),
+    Route(("recall", "{query}"), Kind.QUERY_LINK),
+)
+
+
+def _match_route(route: Route, parts: tuple[str, ...]) -> Params | None:
+    if len(route.pattern) != len(parts):
+        return None
+    params: Params = {}
+    for pattern, part in zip(route.pattern, parts, strict=True):
+        parser = PLACEHOLDERS.get(pattern)
+        if parser is None:
+            if pattern != part:
+                return None
+            continue
+        if pattern not in ("{query}",) and not _visible(part):
+            return None
+        got = parser(part)
+        if got is None:
+            return None
+        params.update(got)
+    return params
+
+
+def resolve(parts: tuple[str, ...]) -> Match | None:
+    """The node kind a path names, with what the path says about it; None when it names nothing.
+
+    Raises NameTooLong when a component is over 255 bytes (ENAMETOOLONG)."""
+    for part in parts:
+        if not fits(part):
+            raise NameTooLong(part)
+    if parts and parts[-1] == TRUNCATED_NAME:
+        parent = resolve(parts[:-1])
+        return Match(Kind.TRUNCATED) if parent is not None and parent.kind in TRUNCATABLE else None
+    for route in ROUTES:
+        params = _match_route(route, parts)
+        if params is not None:
+            return Match(route.kind, params)
+    return None

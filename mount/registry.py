@@ -1,0 +1,171 @@
+"""Where live mounts are recorded, and how a mount point is inspected without touching it.
+
+- One JSON state file per mount point in the runtime directory ($XDG_RUNTIME_DIR/recallfs, else
+  /tmp/recallfs-<uid>): pid, store, principal, control socket, log file. `recallfs status` reads them.
+- The mount table (/proc/self/mountinfo) says whether a point is mounted; reading it never enters the
+  file system, so a hung or dead mount cannot hang the caller.
+- The control socket lives next to the store (`<store>.sock`), or in the runtime directory when that
+  path would be too long for a Unix socket.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes; keep a margin
+
+
+def runtime_dir() -> Path:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    path = Path(base) / "recallfs" if base else Path(f"/tmp/recallfs-{os.getuid()}")
+    (path / "mounts").mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def canonical(path: str | Path) -> Path:
+    return Path(os.path.abspath(Path(path).expanduser()))
+
+
+def state_path(mountpoint: Path) -> Path:
+    return runtime_dir() / "mounts" / f"{_key(str(canonical(mountpoint)))}.json"
+
+
+def log_path(mountpoint: Path) -> Path:
+    return runtime_dir() / "mounts" / f"{_key(str(canonical(mountpoint)))}.log"
+
+
+def socket_path(store: str | Path) -> Path:
+    store_path = canonical(store)
+    beside = store_path.with_name(store_path.name + ".sock")
+    if len(os.fsencode(str(beside))) <= SOCKET_PATH_MAX:
+        return beside
+    return runtime_dir() / f"{_key(str(store_path))}.sock"
+
+
+@dataclass(slots=True)
+class MountState:
+    pid: int
+    mountpoint: str
+    store: str
+    org: str
+    workspace: str
+    agent: str
+    socket: str
+    log: str
+    started_at: str
+
+    @property
+    def principal(self) -> str:
+        return f"{self.org}/{self.workspace} as {self.agent}"
+
+
+def write_state(state: MountState) -> None:
+    path = state_path(Path(state.mountpoint))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2))
+    tmp.replace(path)
+
+
+def read_states() -> list[MountState]:
+    states = []
+    for path in sorted((runtime_dir() / "mounts").glob("*.json")):
+        try:
+            states.append(MountState(**json.loads(path.read_text())))
+        except (OSError, ValueError, TypeError):
+            continue
+    return states
+
+
+def read_state(mountpoint: Path) -> MountState | None:
+    try:
+        return MountState(**json.loads(state_path(mountpoint).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def remove_state(mountpoint: Path, pid: int | None = None) -> None:
+    """Remove the state file (only if it still names `pid`, when given: a newer mount may own it)."""
+    path = state_path(mountpoint)
+    if pid is not None:
+        current = read_state(mountpoint)
+        if current is not None and current.pid != pid:
+            return
+    path.unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (killed, not yet reaped by its parent) is not alive.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1: i + 4].isdigit() and len(field[i + 1: i + 4]) == 3:
+            out.append(chr(int(field[i + 1: i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mount_type(mountpoint: Path) -> str | None:
+    """The file system type mounted at exactly this point ('fuse.recallfs'), or None."""
+    target = str(canonical(mountpoint))
+    found = None
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            for line in fh:
+                left, _, right = line.partition(" - ")
+                fields = left.split()
+                if len(fields) >= 5 and _unescape(fields[4]) == target:
+                    found = right.split()[0]  # the last (top) mount wins
+    except OSError:
+        return None
+    return found
+
+
+def is_dead(mountpoint: Path) -> bool:
+    """A FUSE mount whose daemon is gone: every access fails with ENOTCONN."""
+    try:
+        os.stat(mountpoint)
+    except OSError as exc:
+        return exc.errno == errno.ENOTCONN
+    return False
+
+
+def lazy_unmount(mountpoint: Path) -> tuple[bool, str]:
+    """Detach the mount now, even if busy (fusermount3 -uz; umount -l as a fallback)."""
+    path = str(canonical(mountpoint))
+    problem = "no unmount tool found (install fuse3)"
+    for cmd in (["fusermount3", "-u", "-z", path], ["fusermount", "-u", "-z", path], ["umount", "-l", path]):
+        if shutil.which(cmd[0]) is None:
+            continue
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        if proc.returncode == 0 or mount_type(mountpoint) is None:
+            return True, ""
+        problem = proc.stderr.strip() or f"{cmd[0]} exited {proc.returncode}"
+    return False, problem

@@ -1,0 +1,179 @@
+"""The mount's path grammar and file names, from tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from recallfs.mount.names import (
+    NameTooLong,
+    decode_query,
+    decode_value,
+    disambiguate,
+    encode_value,
+    fact_name,
+    hit_name,
+    parse_fact_name,
+    parse_version_name,
+    slug,
+    turn_name,
+    version_name,
+)
+from recallfs.mount.paths import Kind, resolve
+
+ROUTES = [
+    ("", Kind.ROOT, {}),
+    ("index.md", Kind.INDEX, {}),
+    ("facts", Kind.FACTS, {}),
+    ("facts/tests-use-nextest--f-1a2b.md", Kind.FACT, {"id": "f-1a2b"}),
+    ("facts/a-b--id--with--dashes.md", Kind.FACT, {"id": "id--with--dashes"}),
+    ("facts/by-kind", Kind.KINDS, {}),
+    ("facts/by-kind/decision", Kind.KIND, {"kind_name": "decision"}),
+    ("facts/by-kind/decision/x--f-1.md", Kind.FACT, {"kind_name": "decision", "id": "f-1"}),
+    ("facts/by-tag", Kind.TAGS, {}),
+    ("facts/by-tag/area\u2215ci", Kind.TAG, {"tag_name": "area\u2215ci"}),
+    ("facts/by-tag/ci/x--f-1.md", Kind.FACT, {"tag_name": "ci", "id": "f-1"}),
+    ("facts/_truncated.md", Kind.TRUNCATED, {}),
+    ("facts/by-kind/decision/_truncated.md", Kind.TRUNCATED, {}),
+    ("sessions", Kind.SESSIONS, {}),
+    ("sessions/session_1", Kind.SESSION, {"session_name": "session_1"}),
+    ("sessions/session_1/summary.md", Kind.SUMMARY, {"session_name": "session_1"}),
+    ("sessions/session_1/transcript.md", Kind.TRANSCRIPT, {"session_name": "session_1"}),
+    ("sessions/session_1/turns", Kind.TURNS, {"session_name": "session_1"}),
+    ("sessions/s/turns/0003-caroline.md", Kind.TURN, {"session_name": "s", "turn_name": "0003-caroline.md",
+                                                       "seq": 3}),
+    ("sessions/s/turns/12345-bob--t-9.md", Kind.TURN, {"session_name": "s", "turn_name": "12345-bob--t-9.md",
+                                                        "seq": 12345}),
+    ("entities", Kind.ENTITIES, {}),
+    ("entities/Caroline.md", Kind.ENTITY, {"entity_name": "Caroline.md"}),
+    ("history", Kind.HISTORY, {}),
+    ("history/f-1a2b", Kind.VERSIONS, {"id": "f-1a2b"}),
+    ("history/f-1a2b/v1.md", Kind.VERSION, {"id": "f-1a2b", "version": 1}),
+    ("history/f-1a2b/v12-turn.md", Kind.VERSION, {"id": "f-1a2b", "version": 12}),
+    ("recall", Kind.RECALL, {}),
+    ("recall/.results", Kind.RESULTS, {}),
+    ("recall/how do I run tests", Kind.QUERY_LINK, {"query": "how do I run tests"}),
+    ("recall/CI%2FCD k:5", Kind.QUERY_LINK, {"query": "CI/CD k:5"}),
+    ("recall/CI\u2215CD", Kind.QUERY_LINK, {"query": "CI/CD"}),
+    ("recall/.results/how do I run tests", Kind.QUERY, {"query": "how do I run tests"}),
+    ("recall/.results/q/results.json", Kind.RESULTS_JSON, {"query": "q"}),
+    ("recall/.results/q/context.xml", Kind.CONTEXT_XML, {"query": "q"}),
+    ("recall/.results/q/01-fact-tests-use-nextest.md", Kind.HIT, {"query": "q", "rank": 1}),
+    ("recall/.results/q/102-turn-x.md", Kind.HIT, {"query": "q", "rank": 102}),
+]
+
+NOTHING = [
+    "nope", "index.txt", "facts/readme.md", "facts/no-id.md", "facts/x--bad id.md", "facts/by-kind/d/readme.md",
+    "sessions/s/notes.md", "sessions/s/turns/3-bob.md", "history/bad id", "history/f-1/v0.md",
+    "history/f-1/1.md", "recall/.gitignore", "recall/.git", "recall/.results/.rgignore",
+    "recall/.results/q/readme.md", "recall/.results/q/1-fact-x.md", "facts/.hidden--f-1.md",
+    "sessions/.git", "index.md/child", "recall/q/extra",
+]
+
+
+@pytest.mark.parametrize(("path", "kind", "params"), ROUTES)
+def test_route_table(path: str, kind: Kind, params: dict) -> None:
+    match = resolve(tuple(path.split("/")) if path else ())
+    assert match is not None
+    assert match.kind is kind
+    assert match.params == params
+
+
+@pytest.mark.parametrize("path", NOTHING)
+def test_names_outside_the_grammar(path: str) -> None:
+    assert resolve(tuple(path.split("/"))) is None
+
+
+@pytest.mark.parametrize("path", ["recall/" + "q" * 256, "recall/" + "é" * 128, "facts/" + "x" * 300 + "--f.md"])
+def test_names_over_255_bytes(path: str) -> None:
+    with pytest.raises(NameTooLong):
+        resolve(tuple(path.split("/")))
+
+
+def test_255_bytes_is_fine() -> None:
+    assert resolve(("recall", "q" * 255)) is not None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Tests use nextest!", "tests-use-nextest"),
+    ("  Ünïcode  ÇAFÉ  ", "unicode-cafe"),
+    ("a--b__c", "a-b-c"),
+    ("", "memory"),
+    ("!!!", "memory"),
+    ("one two three four five six seven eight nine ten eleven", "one-two-three-four-five-six-seven-eight-nine-ten"),
+    ("x" * 80, "x" * 48),
+    ("日本語 テキスト", "日本語-テキスト"),
+])
+def test_slug(text: str, expected: str) -> None:
+    assert slug(text) == expected
+    assert "--" not in slug(text)
+
+
+@pytest.mark.parametrize(("value", "suffix", "name"), [
+    ("ci", "", "ci"),
+    ("area/ci", "", "area\u2215ci"),
+    (".", "", "._"),
+    ("..", "", ".._"),
+    ("", "", "_"),
+    ("Caroline", ".md", "Caroline.md"),
+    ("nul\0byte", "", "nulbyte"),
+])
+def test_encode_value(value: str, suffix: str, name: str) -> None:
+    assert encode_value(value, suffix) == name
+
+
+@pytest.mark.parametrize("value", ["ci", "area/ci", ".", "..", "Caroline", "session 1/2"])
+def test_decode_value_inverts_encode(value: str) -> None:
+    assert decode_value(encode_value(value, ".md"), ".md") == value
+    assert decode_value(encode_value(value)) == value
+
+
+def test_long_values_are_cut_and_stay_distinct() -> None:
+    a, b = "s" * 300 + "a", "s" * 300 + "b"
+    na, nb = encode_value(a, ".md"), encode_value(b, ".md")
+    assert na != nb
+    assert len(na.encode()) <= 255 and na.endswith(".md")
+    assert decode_value(na, ".md") is None  # shortened: only the listing knows the value
+
+
+@pytest.mark.parametrize(("name", "query"), [
+    ("plain words", "plain words"),
+    ("CI%2FCD", "CI/CD"),
+    ("CI%2fCD", "CI/CD"),
+    ("a\u2215b", "a/b"),
+    ("50% off", "50% off"),
+])
+def test_decode_query(name: str, query: str) -> None:
+    assert decode_query(name) == query
+
+
+@pytest.mark.parametrize(("fn", "args", "name"), [
+    (fact_name, ("Tests use nextest.", "f-1"), "tests-use-nextest--f-1.md"),
+    (fact_name, ("!!!", "f-2"), "fact--f-2.md"),
+    (turn_name, (3, "Caroline"), "0003-caroline.md"),
+    (turn_name, (12345, "Dr. Who"), "12345-dr-who.md"),
+    (turn_name, (None, None), "0000-turn.md"),
+    (version_name, (2,), "v2.md"),
+    (version_name, (2, "summaries"), "v2-summary.md"),
+    (hit_name, (1, "facts", "Tests use nextest"), "01-fact-tests-use-nextest.md"),
+    (hit_name, (7, "turns", "Bob: hi", 3), "007-turn-bob-hi.md"),
+    (disambiguate, ("0003-bob.md", "t-9"), "0003-bob--t-9.md"),
+])
+def test_file_names(fn, args, name: str) -> None:
+    assert fn(*args) == name
+
+
+@pytest.mark.parametrize(("name", "mem_id"), [
+    ("tests-use-nextest--f-1.md", "f-1"),
+    ("fact--x--y.md", "x--y"),
+    ("no-separator.md", None),
+    ("slug--bad id.md", None),
+    ("slug--f-1.txt", None),
+])
+def test_parse_fact_name(name: str, mem_id: str | None) -> None:
+    assert parse_fact_name(name) == mem_id
+
+
+@pytest.mark.parametrize(("name", "version"), [("v1.md", 1), ("v10-fact.md", 10), ("v0.md", None),
+                                               ("v1.txt", None), ("v01.md", None)])
+def test_parse_version_name(name: str, version: int | None) -> None:
+    assert parse_version_name(name) == version
