@@ -53,10 +53,13 @@ def store_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cli(store_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`recallfs` bound to a fresh store, lexical-only unless a test asks otherwise."""
+    """`recallfs` bound to a fresh store, lexical-only unless a test passes RECALLFS_SEMANTIC."""
 
     def _run(*args: str, env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
-        base = {"RECALLFS_STORE": str(store_path), "RECALLFS_WORKSPACE": "acme/proj", "RECALLFS_AGENT": "tester"}
+        # Semantic off: these tests are about ingest and the lexical contract, and loading torch in every
+        # subprocess would cost seconds each. The semantic arm has its own CLI tests (test_semantic_cli.py).
+        base = {"RECALLFS_STORE": str(store_path), "RECALLFS_WORKSPACE": "acme/proj", "RECALLFS_AGENT": "tester",
+                "RECALLFS_SEMANTIC": "false"}
         return run_cli(*args, env={**base, **(env or {})}, check=check)
 
     return _run
