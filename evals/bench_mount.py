@@ -215,7 +215,7 @@ def tool_cmd(tool: str, root: Path, file_list: Path) -> tuple[list[str], tuple[i
     if tool == "grep -r":
         return ["grep", "-r", "-c", GREP_PATTERN, str(root)], (0, 1)
     if tool == "rg":
-        return ["rg", "-c", "--no-ignore", GREP_PATTERN, str(root)], (0, 1)
+        return ["rg", "-c", GREP_PATTERN, str(root)], (0, 1)  # as an agent runs it: ignore files probed
     return ["find", str(root), "-type", "f"], (0,)
 
 
@@ -241,6 +241,9 @@ class Bench:
     queries: list[str]
     work: Path
     semantic: bool
+    tools: tuple[str, ...] = TOOLS
+    parts: tuple[str, ...] = ("cold", "warm", "recall")
+    reuse_native: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -322,6 +325,8 @@ class Bench:
 
     def export_native(self) -> Path:
         native = self.work / f"native-{self.slug}"
+        if native.exists() and self.reuse_native:
+            return native
         if native.exists():
             shutil.rmtree(native)
         native.mkdir(parents=True)
@@ -336,7 +341,7 @@ class Bench:
 
     def run(self) -> None:
         log(f"== {self.name}: {self.store} workspace {self.workspace}")
-        recall_times = self.in_process_recall()
+        recall_times = self.in_process_recall() if "recall" in self.parts else []
         native = self.export_native()
         native_list = self.work / f"files-native-{self.slug}"
         files = file_list(native, native_list)
@@ -345,7 +350,7 @@ class Bench:
                           "target": "", "unit": "files"})
 
         # cold: caches dropped; a fresh daemon for every FUSE run
-        for tool in TOOLS:
+        for tool in self.tools if "cold" in self.parts else ():
             cmd, ok = tool_cmd(tool, native, native_list)
             drop_caches()
             t_native = run_timed(cmd, ok)
@@ -361,11 +366,17 @@ class Bench:
             self.add(f"{tool}, cold", t_native, t_mount, f"<= {TARGETS['cold']}x")
 
         # warm: one daemon, one unmeasured run, then the median of three
+        if "warm" in self.parts:
+            self._warm(native, native_list)
+        if "recall" in self.parts:
+            self._recall(native, native_list, recall_times)
+
+    def _warm(self, native: Path, native_list: Path) -> None:
         m = self.mount()
         try:
             fuse_list = self.work / f"files-mount-{self.slug}"
             fuse_list.write_bytes(native_list.read_bytes().replace(str(native).encode(), str(m.path).encode()))
-            for tool in TOOLS:
+            for tool in self.tools:
                 figures = []
                 for root, listing in ((native, native_list), (m.path, fuse_list)):
                     cmd, ok = tool_cmd(tool, root, listing)
@@ -377,7 +388,8 @@ class Bench:
         finally:
             self.umount(m)
 
-        # recall through the mount, with the semantic arm as configured, after a full walk
+    def _recall(self, native: Path, native_list: Path, recall_times: list[float]) -> None:
+        """Recall through the mount, with the semantic arm as configured, after a full walk."""
         m = self.mount(semantic=self.semantic)
         try:
             state = self.wait_semantic(m) if self.semantic else "off"
@@ -449,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-locomo", action="store_true")
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma list of {', '.join(TOOLS)}")
+    parser.add_argument("--parts", default="cold,warm,recall", help="comma list of cold, warm, recall")
+    parser.add_argument("--reuse-native", action="store_true", help="keep the native copy of an earlier run")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print("bench_mount needs root (mounting and drop_caches)", file=sys.stderr)
@@ -459,19 +474,23 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     args.work.mkdir(parents=True, exist_ok=True)
     embed = not args.no_embed
+    tools = tuple(t.strip() for t in args.tools.split(",") if t.strip())
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
     benches: list[Bench] = []
     if not args.skip_locomo and args.locomo.exists():
         store = args.work / f"locomo{'' if embed else '-lexical'}.duckdb"
         build_locomo(store, args.locomo, embed)
         benches.append(Bench(f"LoCoMo {args.workspace}", store, args.workspace, "default",
-                             locomo_queries(args.locomo, args.workspace.split("/")[1], args.queries), args.work, embed))
+                             locomo_queries(args.locomo, args.workspace.split("/")[1], args.queries), args.work, embed,
+                             tools, parts, args.reuse_native))
     elif not args.skip_locomo:
         log(f"LoCoMo data not found at {args.locomo}: skipped")
     if not args.skip_synthetic:
         store = args.work / f"synthetic-{args.size}{'' if embed else '-lexical'}.duckdb"
         build_synthetic(store, args.size, embed)
         benches.append(Bench(f"synthetic {args.size // 1000}k", store, "bench/synthetic", "bench",
-                             synthetic_queries(args.queries), args.work, embed))
+                             synthetic_queries(args.queries), args.work, embed, tools, parts,
+                             args.reuse_native))
     rows: list[dict[str, Any]] = []
     for bench in benches:
         bench.run()

@@ -38,7 +38,7 @@ from recallfs.mount.browse import (
     RecallSnapshot,
 )
 from recallfs.mount.concurrency import LRU, GuardedStore, SingleFlight
-from recallfs.mount.inodes import InodeTable, Node
+from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable, Node
 from recallfs.mount.names import NameTooLong
 from recallfs.mount.paths import RESULTS_DIR, Kind, Match, resolve
 
@@ -198,6 +198,9 @@ class MountOps(pyfuse3.Operations):
         self.degraded_reason: str | None = "off"
         self.last_change: datetime | None = None
         self.invalidations = 0
+        self._never = pyfuse3.EntryAttributes()  # st_ino 0: a negative entry the kernel may cache
+        self._never.st_ino = 0
+        self._never.entry_timeout = LONG_TIMEOUT
 
     # -- plumbing ----------------------------------------------------------------------------------
     async def _sync(self, fn: Callable[..., T], *args: Any) -> T:
@@ -285,7 +288,10 @@ class MountOps(pyfuse3.Operations):
 
     async def _window(self, node: Node) -> list[str]:
         """This directory's key and those of the siblings a walk will open next (history/<id>/ after
-        history/<id>/, sessions/<s>/ after sessions/<s>/), so that one content load lists them all."""
+        history/<id>/, sessions/<s>/ after sessions/<s>/), so that one content load lists them all.
+
+        Walks go forward (find, grep -r) or backward (rg's parallel walker pops the last directory
+        first), so the window takes the unlisted siblings after this one, then those before it."""
         field_name = Browser.BATCHED[node.kind]
         own = str(node.params[field_name])
         anchor = node if node.kind is not Kind.TURNS else self.inodes.get(node.parent)
@@ -300,7 +306,12 @@ class MountOps(pyfuse3.Operations):
         kind = Kind.SESSION if node.kind is Kind.TURNS else node.kind
         token = self._token()
         values = [own]
-        for entry in listing.entries[position + 1: position + 1 + BATCH_WINDOW]:
+        entries = listing.entries
+        after = entries[position + 1: position + 1 + BATCH_WINDOW]
+        before = entries[max(0, position - BATCH_WINDOW): position][::-1]
+        for entry in after + before:
+            if len(values) > BATCH_WINDOW:
+                break
             value = entry.params.get(field_name)
             if value is None:
                 continue
@@ -394,7 +405,9 @@ class MountOps(pyfuse3.Operations):
         else:
             match = resolve((*parent.parts, text))
             if match is None:
-                raise NotFound(text)
+                # No ingest can ever create this name (.git, .gitignore, .rgignore probes from every
+                # tool): let the kernel cache the answer instead of asking again for each directory.
+                return self._never
             node = self._materialize(parent, await self._child(parent, text, match))
         self.inodes.remember(node)
         return node.attr

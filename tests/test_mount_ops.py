@@ -152,9 +152,12 @@ async def test_enotdir_enoent_enametoolong(ops: MountOps) -> None:
     with pytest.raises(pyfuse3.FUSEError) as exc:
         await ops.opendir(index)
     assert errno_of(exc) == errno.ENOTDIR
+    facts = await lookup_path(ops, "facts")
     with pytest.raises(pyfuse3.FUSEError) as exc:
-        await ops.lookup(ROOT, b"nope")
+        await ops.lookup(facts, b"no-such-fact--f-nope.md")  # could exist after an ingest: not cached
     assert errno_of(exc) == errno.ENOENT
+    never = await ops.lookup(ROOT, b".gitignore")  # can never exist: a negative entry the kernel caches
+    assert never.st_ino == 0 and never.entry_timeout > 0
     recall = await lookup_path(ops, "recall")
     with pytest.raises(pyfuse3.FUSEError) as exc:
         await ops.lookup(recall, b"q" * 256)
