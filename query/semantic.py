@@ -22,8 +22,8 @@ from recallfs.query.vectors import (
 )
 
 # Below this cosine a neighbour is noise whatever the collection: without a floor the arm would
-# return its `limit` nearest rows for any query at all, and a query that matches nothing must return
-# nothing. MiniLM puts unrelated sentences at 0..0.2 and paraphrases well above 0.3.
+# return its `limit` nearest rows for any query at all (padding). MiniLM puts unrelated sentences at
+# 0..0.2 and the paraphrases in tests/semantic_data.py at 0.32..0.62.
 MIN_COSINE = 0.2
 # A neighbour must also stand out from the query's similarity to the partition's other memories:
 # z = (cos - mean) / sd over a sample of readable rows. In fusion only clear standouts take part
