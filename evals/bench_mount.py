@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -245,6 +246,7 @@ class Bench:
     parts: tuple[str, ...] = ("cold", "warm", "recall")
     reuse_native: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
+    inproc_state: str = "?"
 
     @property
     def slug(self) -> str:
@@ -292,13 +294,15 @@ class Bench:
         log(f"  {measure}: native {native if native is not None else '-'} mount {mount:.4g} {unit} -> {shown}")
 
     # -- the measurements ---------------------------------------------------------------------------
-    def in_process_recall(self) -> list[float]:
+    def in_process(self, store_path: Path) -> Callable[[str], float]:
+        """recall() in this process on `store_path` (a copy of the store: the daemon owns the original),
+        with the same settings and semantic arm as the daemon; returns a timer for one query."""
         from recallfs.query import settings
         from recallfs.query.recall import recall
         from recallfs.query.store import Store
         from recallfs.scope.principal import Principal, parse_workspace
 
-        cfg = settings.resolve({"store": str(self.store), "workspace": self.workspace, "agent": self.agent},
+        cfg = settings.resolve({"store": str(store_path), "workspace": self.workspace, "agent": self.agent},
                                env={"RECALLFS_SEMANTIC": "true" if self.semantic else "false"})
         semantic = None
         if self.semantic:
@@ -309,19 +313,29 @@ class Bench:
                 semantic.embedder.wait_ready()
         org, ws = parse_workspace(self.workspace)
         principal = Principal(org, ws, self.agent)
-        times = []
-        with Store(self.store, read_only=True) as store:
-            for q in self.queries[:5]:  # warm-up: caches, FAISS index load
-                recall(store, principal, q + " warmup", k=cfg["k"], semantic=semantic,
-                       candidates=cfg["candidates"], rrf_k=cfg["rrf_k"])
-            for q in self.queries:
-                t0 = time.perf_counter()
-                result = recall(store, principal, q, k=cfg["k"], semantic=semantic,
-                                candidates=cfg["candidates"], rrf_k=cfg["rrf_k"])
-                times.append(time.perf_counter() - t0)
-            degraded = result.degraded_reason if result.degraded else "ready"
-        log(f"  in-process recall: semantic {degraded}")
-        return times
+        store = Store(store_path, read_only=True)
+
+        def timed(query: str) -> float:
+            t0 = time.perf_counter()
+            result = recall(store, principal, query, k=cfg["k"], semantic=semantic, candidates=cfg["candidates"],
+                            rrf_k=cfg["rrf_k"])
+            elapsed = time.perf_counter() - t0
+            self.inproc_state = result.degraded_reason if result.degraded else "ready"
+            return elapsed
+
+        return timed
+
+    def store_copy(self) -> Path:
+        copy = self.work / f"inproc-{self.slug}.duckdb"
+        for suffix in ("", ".faiss"):
+            src, dst = Path(f"{self.store}{suffix}"), Path(f"{copy}{suffix}")
+            if dst.is_dir():
+                shutil.rmtree(dst)
+            if src.is_dir():
+                shutil.copytree(src, dst)
+            elif src.exists():
+                shutil.copyfile(src, dst)
+        return copy
 
     def export_native(self) -> Path:
         native = self.work / f"native-{self.slug}"
@@ -341,7 +355,7 @@ class Bench:
 
     def run(self) -> None:
         log(f"== {self.name}: {self.store} workspace {self.workspace}")
-        recall_times = self.in_process_recall() if "recall" in self.parts else []
+        copy = self.store_copy() if "recall" in self.parts else None
         native = self.export_native()
         native_list = self.work / f"files-native-{self.slug}"
         files = file_list(native, native_list)
@@ -368,8 +382,8 @@ class Bench:
         # warm: one daemon, one unmeasured run, then the median of three
         if "warm" in self.parts:
             self._warm(native, native_list)
-        if "recall" in self.parts:
-            self._recall(native, native_list, recall_times)
+        if copy is not None:
+            self._recall(native, native_list, copy)
 
     def _warm(self, native: Path, native_list: Path) -> None:
         m = self.mount()
@@ -388,8 +402,9 @@ class Bench:
         finally:
             self.umount(m)
 
-    def _recall(self, native: Path, native_list: Path, recall_times: list[float]) -> None:
-        """Recall through the mount, with the semantic arm as configured, after a full walk."""
+    def _recall(self, native: Path, native_list: Path, copy: Path) -> None:
+        """Recall through the mount (semantic arm as configured, after a full walk) against recall() in
+        this process on a copy of the store, query by query in alternation, so both see the same load."""
         m = self.mount(semantic=self.semantic)
         try:
             state = self.wait_semantic(m) if self.semantic else "off"
@@ -397,10 +412,16 @@ class Bench:
             fuse_list = self.work / f"files-mount-{self.slug}"
             fuse_list.write_bytes(native_list.read_bytes().replace(str(native).encode(), str(m.path).encode()))
             run_timed(tool_cmd("cat", m.path, fuse_list)[0])
-            for q in self.queries[:5]:
+            timed = self.in_process(copy)
+            for q in self.queries[:5]:  # warm-up on both sides: caches, FAISS indexes
                 run_timed(["ls", f"{m.path}/recall/{q} warmup/"])
+                timed(q + " warmup")
             floor = statistics.median(run_timed(["ls", f"{m.path}/facts/by-kind/"]) for _ in range(20))
-            ls_times = [run_timed(["ls", f"{m.path}/recall/{q}/"]) for q in self.queries]
+            recall_times, ls_times = [], []
+            for q in self.queries:
+                recall_times.append(timed(q))
+                ls_times.append(run_timed(["ls", f"{m.path}/recall/{q}/"]))
+            log(f"  in-process recall: semantic {self.inproc_state}")
             self.add("ls recall/<q>/ p50 (vs in-process recall)", _pct(recall_times, 50), _pct(ls_times, 50),
                      f"<= {TARGETS['recall_p50']}x at 100k")
             self.add("ls recall/<q>/ p95 (vs in-process recall)", _pct(recall_times, 95), _pct(ls_times, 95))

@@ -75,11 +75,14 @@ class Content:
     data: bytes | None = None
 
 
+_NO_PARAMS: dict[str, Any] = {}  # shared by every file entry (hundreds of thousands): never written
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Entry:
     name: str
     kind: Kind
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=lambda: _NO_PARAMS)  # what a directory lists by
     content: Content | None = None  # files
     target: str | None = None  # symlinks
     mtime: datetime | None = None
@@ -289,7 +292,7 @@ class Browser:
         for row in rows:
             content, data = self.row_content(row)
             out[content.key] = data
-            entries.append(Entry(fact_name(row["content"], row["id"]), Kind.FACT, {"id": row["id"]},
+            entries.append(Entry(fact_name(row["content"], row["id"]), Kind.FACT,
                                  content=content, mtime=row["created_at"], deps=frozenset({("id", row["id"])})))
         return entries
 
@@ -426,12 +429,12 @@ class Browser:
             truncated = (self.max_rows, len(rows))
         out: dict[ContentKey, bytes] = {}
         entries = []
+        deps = frozenset({("session", session)})
         names = self.turn_names(rows)  # names first, so a cut listing keeps the names of the full one
         for row, name in list(zip(rows, names, strict=True))[-self.max_rows:]:
             content, data = self.row_content(row)
             out[content.key] = data
-            entries.append(Entry(name, Kind.TURN, {"id": row["id"]}, content=content, mtime=row["created_at"],
-                                 deps=frozenset({("session", session)})))
+            entries.append(Entry(name, Kind.TURN, content=content, mtime=row["created_at"], deps=deps))
         return self._finish(entries, out, truncated, f"sessions/{session}/turns/")
 
     def _list_session(self, cat: Catalog, params: dict[str, Any], status: dict[str, Any]) -> Listing:
@@ -498,7 +501,7 @@ class Browser:
             taken.add(name)
             content, data = self.row_content(row)
             out[content.key] = data
-            entries.append(Entry(name, Kind.VERSION, {"id": mem_id}, content=content, mtime=row["created_at"]))
+            entries.append(Entry(name, Kind.VERSION, content=content, mtime=row["created_at"]))
         return self._finish(entries, out, None, f"history/{mem_id}/")
 
     def _list_versions(self, cat: Catalog, params: dict[str, Any], status: dict[str, Any]) -> Listing:

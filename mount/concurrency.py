@@ -35,10 +35,15 @@ class LoopThreadError(RuntimeError):
 class GuardedStore(Store):
     """The daemon's store. `loop_thread` is set once trio runs; cursors are refused on that thread."""
 
+    # DuckDB keeps freed query buffers up to its memory_limit (80% of RAM by default); a daemon that
+    # lives for days should hold far less. Larger operations spill to <store>.tmp instead.
+    MEMORY_LIMIT = "512MB"
+
     def __init__(self, path: str | Path, **kwargs: Any) -> None:
         self.loop_thread: int | None = None
         self.violations = 0
         super().__init__(path, **kwargs)
+        self.cursor().execute(f"SET memory_limit = '{self.MEMORY_LIMIT}'")
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         if self.loop_thread is not None and threading.get_ident() == self.loop_thread:

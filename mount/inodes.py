@@ -15,7 +15,7 @@ import os
 import stat
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,7 @@ import pyfuse3
 from recallfs.mount.browse import Content, Dep, Entry
 from recallfs.mount.paths import Kind
 
+_UID, _GID = os.getuid(), os.getgid()
 LONG_TIMEOUT = 3600.0  # seconds; immutable content, and bindings that ingest invalidates explicitly
 RECALL_KINDS = frozenset({Kind.QUERY, Kind.HIT, Kind.RESULTS_JSON, Kind.CONTEXT_XML})
 PINNED_KINDS = frozenset({Kind.ROOT, Kind.FACTS, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.ENTITIES,
@@ -46,7 +47,6 @@ class Node:
     lookups: int = 0
     pinned: bool = False
     snapshot: Any = None  # the RecallSnapshot of a recall directory
-    born: float = field(default_factory=time.monotonic)
 
     @property
     def is_dir(self) -> bool:
@@ -74,8 +74,8 @@ def make_attr(ino: int, entry: Entry, recall_ttl: float, default_ns: int) -> pyf
         attr.st_size = 0
     # Directories say nlink 1 ("not counted"): find then makes no leaf-directory assumptions.
     attr.st_nlink = 1
-    attr.st_uid = os.getuid()
-    attr.st_gid = os.getgid()
+    attr.st_uid = _UID
+    attr.st_gid = _GID
     attr.st_blksize = 4096
     attr.st_blocks = (attr.st_size + 511) // 512
     ns = _ns(entry.mtime, default_ns)
@@ -88,7 +88,7 @@ def make_attr(ino: int, entry: Entry, recall_ttl: float, default_ns: int) -> pyf
 
 def identity(entry: Entry) -> tuple[Any, ...]:
     if entry.content is not None:
-        return ("file", entry.content.key)
+        return entry.content.key  # ("row", table, rid) or ("blob", digest)
     if entry.target is not None:
         return ("link", entry.target)
     return ("dir", entry.params.get("snapshot"))
@@ -119,7 +119,9 @@ class InodeTable:
         ino = self._next
         self._next += 1
         node = Node(
-            ino=ino, parent=parent.ino, name=entry.name, parts=(*parent.parts, entry.name), kind=entry.kind,
+            # only directories need their path (to resolve names below them)
+            ino=ino, parent=parent.ino, name=entry.name, kind=entry.kind,
+            parts=(*parent.parts, entry.name) if entry.is_dir else (),
             params=entry.params, key=key, attr=make_attr(ino, entry, self.recall_ttl, self.started_ns),
             content=entry.content, target=os.fsencode(entry.target) if entry.target is not None else None,
             deps=entry.deps, pinned=entry.kind in PINNED_KINDS,
@@ -129,9 +131,11 @@ class InodeTable:
         return node
 
     def remember(self, node: Node) -> None:
-        """The kernel now holds one more reference, under (parent, name)."""
+        """The kernel now holds one more reference, under (parent, name). Bindings that no change can
+        affect (a version in history/) are not tracked for invalidation."""
         node.lookups += 1
-        self.dentries[(node.parent, node.name)] = node.ino
+        if node.deps:
+            self.dentries[(node.parent, node.name)] = node.ino
 
     def discard_if_unused(self, node: Node) -> None:
         if node.lookups <= 0 and not node.pinned:

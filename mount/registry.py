@@ -149,11 +149,12 @@ def mount_type(mountpoint: Path) -> str | None:
 
 
 def is_dead(mountpoint: Path) -> bool:
-    """A FUSE mount whose daemon is gone: every access fails with ENOTCONN."""
+    """A FUSE mount whose daemon is gone: accesses fail with ENOTCONN ("Transport endpoint is not
+    connected"), or ECONNABORTED while the kernel is still tearing the connection down."""
     try:
         os.stat(mountpoint)
     except OSError as exc:
-        return exc.errno == errno.ENOTCONN
+        return exc.errno in (errno.ENOTCONN, errno.ECONNABORTED)
     return False
 
 

@@ -278,7 +278,7 @@ def test_kill_9_then_recovery(fresh: Mount) -> None:
     assert wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text())
     with pytest.raises(OSError) as exc:
         os.listdir(fresh.path)
-    assert exc.value.errno == errno.ENOTCONN
+    assert exc.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)  # "Transport endpoint is not connected"
     assert fresh.mount_info()["health"].startswith("dead")
     # the next mount on that point cleans up and serves again
     fresh.cli("mount", str(fresh.path))
