@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh Debian machine:
-#   make demo   system packages + venv + pinned dependencies, then builds the demo store and recalls from it
+#   make demo   system packages + venv + pinned dependencies, then builds the demo store, mounts it at
+#               ~/mnt/memory and shows a recall through the mount
 #   make test   the same set-up, then the whole test suite
 # Both are idempotent: a second run only re-checks stamps.
 
@@ -8,7 +9,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_STORE ?= demo-store/store.duckdb
-DEMO_MOUNT ?= demo-store/mnt
+DEMO_MOUNT ?= $(HOME)/mnt/memory
+DEMO_QUERY ?= how do I run the tests
+DEMO_ENV   := RECALLFS_STORE=$(abspath $(DEMO_STORE)) RECALLFS_WORKSPACE=demo/tern RECALLFS_AGENT=atlas
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -35,9 +38,21 @@ $(VENV)/.stamp-deps: pyproject.toml
 
 demo: setup
 	@mkdir -p $(dir $(DEMO_STORE))
-	$(BIN)/recallfs ingest --store $(DEMO_STORE) --workspace demo/tern --agent atlas \
+	@# a mount left by an earlier run serves older code: stop it (ingest then writes the store directly)
+	@if grep -qs " $(DEMO_MOUNT) " /proc/mounts; then $(BIN)/recallfs umount $(DEMO_MOUNT); fi
+	@mkdir -p $(DEMO_MOUNT)
+	$(DEMO_ENV) $(BIN)/recallfs ingest \
 	  $$($(BIN)/python -c "import recallfs.query, pathlib; print(pathlib.Path(recallfs.query.__file__).parent / 'data' / 'demo_memory.jsonl')")
-	$(BIN)/recallfs recall --store $(DEMO_STORE) --workspace demo/tern --agent atlas "how do I run the tests" -k 5
+	$(DEMO_ENV) $(BIN)/recallfs mount $(DEMO_MOUNT)
+	@# the model loads in the background (recall answers lexically meanwhile); the demo shows the hybrid view
+	@for i in $$(seq 120); do $(DEMO_ENV) $(BIN)/recallfs status | grep -q 'recall hybrid' && break; sleep 1; done
+	@echo; echo '$$ ls $(DEMO_MOUNT)/'; ls $(DEMO_MOUNT)/
+	@echo; echo '$$ head -n 12 $(DEMO_MOUNT)/index.md'; head -n 12 $(DEMO_MOUNT)/index.md
+	@echo; echo '$$ ls "$(DEMO_MOUNT)/recall/$(DEMO_QUERY)/"'; ls "$(DEMO_MOUNT)/recall/$(DEMO_QUERY)/"
+	@echo; echo '$$ cat "$(DEMO_MOUNT)/recall/$(DEMO_QUERY)/01-"*'; cat "$(DEMO_MOUNT)/recall/$(DEMO_QUERY)/01-"*
+	@echo; echo '$$ recallfs recall "$(DEMO_QUERY)" -k 5'; $(DEMO_ENV) $(BIN)/recallfs recall "$(DEMO_QUERY)" -k 5
+	@echo; echo "The demo store stays mounted at $(DEMO_MOUNT); try ls, cat, rg there."
+	@echo "Stop it with: $(BIN)/recallfs umount $(DEMO_MOUNT)"
 
 test: setup
 	$(BIN)/ruff check .
@@ -50,4 +65,5 @@ eval: setup
 	$(BIN)/recallfs eval --dataset locomo
 
 clean:
+	-@grep -qs " $(DEMO_MOUNT) " /proc/mounts && $(BIN)/recallfs umount $(DEMO_MOUNT)
 	rm -rf $(VENV) demo-store build dist *.egg-info
