@@ -15,6 +15,8 @@ from recallfs.query.query_syntax import RecallOptions
 from recallfs.scope.predicate import authorization_predicate
 from recallfs.scope.principal import Principal
 
+AUTHORIZE_CHUNK = 4000  # ids per statement; keeps the SQL text bounded
+
 
 def scope_clause(
     principal: Principal, schema: str, options: RecallOptions | None = None, *, current_only: bool = True
@@ -56,12 +58,18 @@ def authorize(
     *,
     current_only: bool = True,
 ) -> set[int]:
-    wanted = sorted(set(rids))
+    # int() on every id: the list is inlined into the SQL, so nothing but integers may reach it.
+    wanted = sorted({int(r) for r in rids})
     if not wanted:
         return set()
     where, params = scope_clause(principal, schema, options, current_only=current_only)
-    rows = cur.execute(
-        f"SELECT m.rid FROM {schema}.{table} m WHERE m.rid IN (SELECT unnest(?::BIGINT[])) AND {where}",
-        [wanted, *params],
-    ).fetchall()
-    return {int(r[0]) for r in rows}
+    allowed: set[int] = set()
+    for start in range(0, len(wanted), AUTHORIZE_CHUNK):
+        # A literal list: binding a BIGINT[] parameter and unnesting it costs ~10x more in DuckDB
+        # (about 40 ms per recall), and the ids are ours, never the user's text.
+        id_list = ",".join(str(r) for r in wanted[start:start + AUTHORIZE_CHUNK])
+        rows = cur.execute(
+            f"SELECT m.rid FROM {schema}.{table} m WHERE m.rid IN ({id_list}) AND {where}", params
+        ).fetchall()
+        allowed.update(int(r[0]) for r in rows)
+    return allowed
