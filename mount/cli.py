@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "(`recallfs ingest` and `recallfs recall` reach it through its control socket).")
     _store_args(p)
     p.add_argument("mountpoint", type=Path)
+    p.add_argument("--map-uid", action="append", default=[], metavar="UID=AGENT",
+                   help="serve several agents of --workspace, chosen by the caller's uid (repeatable; UID may "
+                   "be a user name); mounts with allow_other, and any other uid gets EACCES")
     p.add_argument("--foreground", action="store_true", help="stay in the foreground (logs to stderr)")
     p.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)  # the daemon reports readiness here
 
@@ -394,11 +397,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_mount(args: argparse.Namespace) -> int:
     from recallfs.mount.daemon import MountConfig, MountError, mount
     from recallfs.mount.registry import canonical
+    from recallfs.mount.views import parse_uid_map
 
     cfg = resolve_settings(args)
+    try:
+        uid_map = parse_uid_map(args.map_uid)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     config = MountConfig(
         mountpoint=canonical(args.mountpoint), store=canonical(cfg["store"]), principal=principal_from(cfg),
-        settings=cfg, foreground=args.foreground, ready_fd=args.ready_fd,
+        settings=cfg, foreground=args.foreground, ready_fd=args.ready_fd, uid_map=uid_map or None,
     )
     try:
         return mount(config)

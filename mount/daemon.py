@@ -51,6 +51,7 @@ class MountConfig:
     settings: dict[str, Any]
     foreground: bool = False
     ready_fd: int | None = None
+    uid_map: dict[int, str] | None = None  # --map-uid: one view per agent, chosen by the caller's uid
 
 
 # -- the mount point ----------------------------------------------------------------------------------
@@ -91,6 +92,8 @@ def _spawn(config: MountConfig) -> int:
     cmd = [sys.executable, "-m", "recallfs.mount.cli", "mount", "--foreground", "--ready-fd", str(write_fd),
            "--store", str(config.store), "--workspace", f"{p.org}/{p.workspace}", "--agent", p.agent,
            str(config.mountpoint)]
+    for uid, agent in sorted((config.uid_map or {}).items()):
+        cmd += ["--map-uid", f"{uid}={agent}"]
     with open(log_file, "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write_fd,),
                                 start_new_session=True, cwd="/")
@@ -111,13 +114,42 @@ def _spawn(config: MountConfig) -> int:
         os.close(read_fd)
     text = message.decode(errors="replace").strip()
     if text == "ready":
-        print(f"mounted {config.store} at {config.mountpoint} as {config.principal} (pid {proc.pid}; "
+        print(f"mounted {config.store} at {config.mountpoint} as {_who(config)} (pid {proc.pid}; "
               f"log {log_file})")
         return 0
     if proc.poll() is None and not text:
         proc.terminate()
         raise MountError(f"the daemon did not become ready in {READY_TIMEOUT_S:.0f} s; see {log_file}")
     raise MountError((text.removeprefix("error: ") or f"the daemon exited ({proc.poll()})") + f"; log: {log_file}")
+
+
+def _who(config: MountConfig) -> str:
+    if not config.uid_map:
+        return str(config.principal)
+    agents = ", ".join(f"uid {uid} as {agent}" for uid, agent in sorted(config.uid_map.items()))
+    return f"{config.principal.workspace_path} ({agents}; other uids: EACCES)"
+
+
+def _make_ops(config: MountConfig, store: Any, semantic: Any) -> Any:
+    """The Operations object: one view for one principal, or a router over one view per mapped agent."""
+    from dataclasses import replace
+
+    from recallfs.mount.browse import Browser
+    from recallfs.mount.operations import MountOps
+    from recallfs.mount.views import build_views
+
+    cfg = config.settings
+
+    def view(principal: Principal, index: int = 0, limiter: Any = None) -> MountOps:
+        browser = Browser(store, principal, max_rows=int(cfg["max_rows"]), mountpoint=str(config.mountpoint),
+                          recall_settings={k: cfg[k] for k in ("k", "candidates", "rrf_k")}, semantic=semantic)
+        return MountOps(store, browser, recall_ttl=float(cfg["recall_ttl_s"]), semantic=semantic,
+                        view_index=index, limiter=limiter)
+
+    if not config.uid_map:
+        return view(config.principal)
+    principals = {uid: replace(config.principal, agent=agent) for uid, agent in config.uid_map.items()}
+    return build_views(store, principals, view)
 
 
 class _Ready:
@@ -196,10 +228,8 @@ def serve(config: MountConfig) -> int:
     import pyfuse3
     import trio
 
-    from recallfs.mount.browse import Browser
     from recallfs.mount.concurrency import GuardedStore
     from recallfs.mount.control import ControlServer
-    from recallfs.mount.operations import MountOps
     from recallfs.query.store import StoreError, StoreLockedError
 
     cfg = config.settings
@@ -218,28 +248,31 @@ def serve(config: MountConfig) -> int:
         return 1
     try:
         semantic = _semantic_arm(cfg)
-        browser = Browser(store, config.principal, max_rows=int(cfg["max_rows"]), mountpoint=mountpoint,
-                          recall_settings={k: cfg[k] for k in ("k", "candidates", "rrf_k")}, semantic=semantic)
-        ops = MountOps(store, browser, recall_ttl=float(cfg["recall_ttl_s"]), semantic=semantic)
+        ops = _make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do
-        pyfuse3.init(ops, mountpoint, set(MOUNT_OPTIONS))
+        # allow_other lets the mapped users in; default_permissions (always on) makes the kernel check
+        # the mode bits, which are read-only for everyone.
+        options = set(MOUNT_OPTIONS) | ({"allow_other"} if config.uid_map else set())
+        pyfuse3.init(ops, mountpoint, options)
     except Exception as exc:
         log.exception("mount failed")
         store.close()
         ready.fail(f"cannot mount {mountpoint}: {exc}")
         return 1
     p = config.principal
+    agent = p.agent if not config.uid_map else "uid-mapped: " + ", ".join(
+        f"{uid}={a}" for uid, a in sorted(config.uid_map.items()))
     state = registry.MountState(
         pid=os.getpid(), mountpoint=mountpoint, store=str(config.store), org=p.org, workspace=p.workspace,
-        agent=p.agent, socket=str(sock_path), log=str(registry.log_path(config.mountpoint)),
+        agent=agent, socket=str(sock_path), log=str(registry.log_path(config.mountpoint)),
         started_at=datetime.now().isoformat(timespec="seconds"),
     )
     registry.write_state(state)
     control = ControlServer(ops, {"pid": state.pid, "mountpoint": mountpoint, "store": state.store,
-                                  "principal": p.workspace_path, "agent": p.agent}, cfg)
+                                  "principal": p.workspace_path, "agent": agent}, cfg)
     code = 0
     try:
-        trio.run(_run, ops, control, sock_path, ready)
+        trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {_who(config)}")
         log.info("unmounting %s", mountpoint)
     except BaseException:
         log.exception("the daemon stopped on an error")
@@ -252,7 +285,7 @@ def serve(config: MountConfig) -> int:
     return code
 
 
-async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready) -> None:
+async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready, what: str) -> None:
     import pyfuse3
     import trio
 
@@ -263,7 +296,7 @@ async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready) -> None:
         nursery.start_soon(_poll_semantic, ops)
         await ops.refresh_semantic()
         ready.ok()
-        log.info("serving %s for %s", ops.browser.mountpoint, ops.browser.principal)
+        log.info("serving %s", what)
         await pyfuse3.main(min_tasks=4)
         # main() returns when the kernel ends the session (an unmount from outside): stop the rest.
         nursery.cancel_scope.cancel()

@@ -95,13 +95,18 @@ def identity(entry: Entry) -> tuple[Any, ...]:
 
 
 class InodeTable:
-    def __init__(self, recall_ttl: float) -> None:
+    def __init__(self, recall_ttl: float, *, first_ino: int = pyfuse3.ROOT_INODE + 1,
+                 shared_root: bool = False) -> None:
         self.recall_ttl = recall_ttl
         self.started_ns = time.time_ns()
         self.nodes: dict[int, Node] = {}
         self.by_key: dict[tuple[Any, ...], Node] = {}
         self.dentries: dict[tuple[int, str], int] = {}
-        self._next = pyfuse3.ROOT_INODE + 1
+        self._next = first_ino  # views of one mount (--map-uid) number their inodes in disjoint ranges
+        # Several views share the root inode: the kernel's (root, name) dentries are shared by every
+        # caller, so names below the root must be looked up again on every use (entry timeout 0) to
+        # reach the caller's own view. Everything below them is reached only through its own view.
+        self.shared_root = shared_root
         root = Entry("", Kind.ROOT)
         self.root = Node(pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE, "", (), Kind.ROOT, {}, ("root",),
                          make_attr(pyfuse3.ROOT_INODE, root, recall_ttl, self.started_ns), pinned=True)
@@ -126,6 +131,8 @@ class InodeTable:
             content=entry.content, target=os.fsencode(entry.target) if entry.target is not None else None,
             deps=entry.deps, pinned=entry.kind in PINNED_KINDS,
         )
+        if self.shared_root and parent.ino == pyfuse3.ROOT_INODE:
+            node.attr.entry_timeout = 0
         self.nodes[ino] = node
         self.by_key[key] = node
         return node

@@ -49,6 +49,7 @@ T = TypeVar("T")
 RECENT_QUERIES = 50  # how many recent queries recall/ lists
 BATCH_WINDOW = 256  # sibling directories listed together when a walk opens the first of them
 DIRECT_BEFORE_LISTING = 8  # single-name lookups in one directory before it is listed whole instead
+VIEW_BITS = 40  # inode and handle numbers of view i lie in [i << VIEW_BITS, (i + 1) << VIEW_BITS)
 CONTENT_CACHE_BYTES = 256 << 20
 LISTING_CACHE_ENTRIES = 1_000_000
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
@@ -169,6 +170,8 @@ class MountOps(pyfuse3.Operations):
         threads: int = 4,
         semantic: Any = None,
         kernel: bool = True,
+        view_index: int = 0,
+        limiter: trio.CapacityLimiter | None = None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -176,12 +179,17 @@ class MountOps(pyfuse3.Operations):
         self.recall_ttl = float(recall_ttl)
         self.semantic = semantic
         self.kernel = kernel  # False when driven directly (tests): no kernel to notify
-        self.limiter = trio.CapacityLimiter(threads)
+        # view_index > 0: one of several per-agent views of one mount (mount/views.py). Its inode and
+        # handle numbers live in their own range, and the root's children are never cached by the kernel.
+        self.view_index = view_index
+        base = view_index << VIEW_BITS
+        self.limiter = limiter or trio.CapacityLimiter(threads)
         self.write_limiter = trio.CapacityLimiter(1)
         self.notify_limiter = trio.CapacityLimiter(1)
         self.write_lock = trio.Lock()
         self.stats = Stats()
-        self.inodes = InodeTable(self.recall_ttl)
+        self.inodes = (InodeTable(self.recall_ttl, first_ino=base + 1, shared_root=True) if view_index
+                       else InodeTable(self.recall_ttl))
         self.content: LRU[ContentKey, bytes] = LRU(CONTENT_CACHE_BYTES, len)
         self.listings: LRU[Any, tuple[tuple[Any, ...], Listing]] = LRU(
             LISTING_CACHE_ENTRIES, lambda v: len(v[1].entries) + 1)
@@ -192,7 +200,7 @@ class MountOps(pyfuse3.Operations):
         self.recent: OrderedDict[str, None] = OrderedDict()
         self.dirs: dict[int, tuple[Node, list[Entry]]] = {}
         self.files: dict[int, bytes] = {}
-        self._fh = 0
+        self._fh = base
         self._sid = 0
         self.semantic_ready = False
         self.degraded_reason: str | None = "off"
@@ -572,8 +580,9 @@ class MountOps(pyfuse3.Operations):
         raise ReadOnly()
 
     # -- changes from outside the request path (control socket, semantic warm-up) ------------------
-    async def write_store(self, fn: Callable[[], T]) -> T:
-        """Run a store write in the writer thread, then invalidate what it changed.
+    async def write_store(self, fn: Callable[[], T], *, also: Sequence[MountOps] = ()) -> T:
+        """Run a store write in the writer thread, then invalidate what it changed (here and in the
+        other views of the same mount, `also`).
 
         Called from the control channel, never from a request handler, so kernel invalidation here
         cannot deadlock against the request that would have to finish first."""
@@ -585,8 +594,9 @@ class MountOps(pyfuse3.Operations):
             for rids in getattr(result, "written_rids", {}).values():
                 changed.update(rids)
             deps = await self._sync(self.browser.deps_of, changed)
-            self.last_change = datetime.now()
-            await self.invalidate(deps)
+            for view in (self, *also):
+                view.last_change = datetime.now()
+                await view.invalidate(deps)
             return result
 
     async def invalidate(self, deps: Iterable[Dep]) -> int:
