@@ -137,12 +137,15 @@ def _make_ops(config: MountConfig, store: Any, semantic: Any) -> Any:
     from recallfs.mount.browse import Browser
     from recallfs.mount.operations import MountOps
     from recallfs.mount.views import build_views
+    from recallfs.query.settings import ranking_kwargs
 
     cfg = config.settings
+    # k, and the ranking settings (weights, stages, rrf_k, candidates) every recall/ directory uses
+    recall_settings = {"k": cfg["k"], **ranking_kwargs(cfg)}
 
     def view(principal: Principal, index: int = 0, limiter: Any = None) -> MountOps:
         browser = Browser(store, principal, max_rows=int(cfg["max_rows"]), mountpoint=str(config.mountpoint),
-                          recall_settings={k: cfg[k] for k in ("k", "candidates", "rrf_k")}, semantic=semantic)
+                          recall_settings=recall_settings, semantic=semantic)
         return MountOps(store, browser, recall_ttl=float(cfg["recall_ttl_s"]), semantic=semantic,
                         view_index=index, limiter=limiter)
 
@@ -241,7 +244,9 @@ def serve(config: MountConfig) -> int:
     try:
         store = GuardedStore(config.store, create=False)
     except StoreLockedError:
-        ready.fail(f"cannot mount {config.store}: {_owner_of(config.store)}")
+        ready.fail(f"cannot mount {config.store}: {_owner_of(config.store)}. One store is served by one "
+                   "daemon (DuckDB lets one process open it); to give several agents their own views, mount "
+                   "it once with --map-uid UID=AGENT for each")
         return 1
     except StoreError as exc:
         ready.fail(str(exc))

@@ -1,0 +1,108 @@
+"""`recallfs mount --map-uid`: one store, two agents with different policies, each sees only its own view.
+
+Driven as two real system users (runuser) with ls, cat, grep -r and recall/ lookups. DuckDB lets one
+process open a store, so a second `recallfs mount` of a mounted store is refused with a pointer to
+--map-uid (developer-notes/scope.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mount_helpers import Mount, needs_fuse, stop_mount
+from test_scope_leaks import ensure_user, needs_users
+
+from conftest import fact, run_cli, write_jsonl
+
+pytestmark = [needs_fuse, needs_users]
+USERS = {"reader": "rfs_reader", "auditor": "rfs_auditor"}
+RECORDS = [
+    fact("p-1", "ops uses the plover queue for retries", id="f-plover", agent="ops"),
+    fact("p-2", "ops keeps the plover keys in the vault", id="f-keys", agent="ops", kind="secret"),
+    fact("p-3", "auditor notes the plover audit finished", id="f-audit", agent="auditor", visibility="private"),
+    fact("p-4", "ops tags plover payroll as hr", id="f-payroll", agent="ops", tags=["hr"]),
+]
+# reader: default policy minus kind secret and tag hr; auditor: every author and private memories too.
+EXPECTED = {"reader": {"f-plover"}, "auditor": {"f-plover", "f-keys", "f-audit", "f-payroll"}}
+
+
+@pytest.fixture
+def mapped() -> Iterator[Mount]:
+    base = Path(tempfile.mkdtemp(prefix="recallfs-uidmap-"))
+    base.chmod(0o755)
+    (base / "run").mkdir()
+    env = {"RECALLFS_STORE": str(base / "store.duckdb"), "RECALLFS_WORKSPACE": "acme/proj",
+           "RECALLFS_AGENT": "ops", "RECALLFS_SEMANTIC": "false", "XDG_RUNTIME_DIR": str(base / "run")}
+    run_cli("ingest", str(write_jsonl(base / "m.jsonl", RECORDS)), env=env, check=True)
+    run_cli("policy", "set", "--agent", "reader", "--deny-kind", "secret", "--deny-tag", "hr", env=env, check=True)
+    run_cli("policy", "set", "--agent", "auditor", "--visibility", "workspace,private", env=env, check=True)
+    maps = [a for agent, user in USERS.items() for a in ("--map-uid", f"{ensure_user(user)}={agent}")]
+    (base / "mnt").mkdir()
+    run_cli("mount", str(base / "mnt"), *maps, env=env, check=True, timeout=180)
+    mount = Mount(base / "mnt", Path(env["RECALLFS_STORE"]), env)
+    yield mount
+    stop_mount(mount)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def as_user(agent: str, *cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["runuser", "-u", USERS[agent], "--", *cmd], capture_output=True, text=True, timeout=120)
+
+
+def ids_in(names: str) -> set[str]:
+    return {line.rsplit("--", 1)[1].removesuffix(".md") for line in names.split() if "--" in line}
+
+
+def test_two_agents_two_views(mapped: Mount) -> None:
+    m = mapped.path
+    for _ in range(5):  # interleaved: the root's names are shared in the kernel, the views are not
+        for agent, expected in EXPECTED.items():
+            assert ids_in(as_user(agent, "ls", f"{m}/facts").stdout) == expected
+            grep = as_user(agent, "grep", "-rl", "plover", f"{m}/facts", f"{m}/history")
+            assert {p.split("/history/")[1].split("/")[0] for p in grep.stdout.split() if "/history/" in p} == expected
+            recall = as_user(agent, "ls", f"{m}/recall/plover k:20/")
+            hits = as_user(agent, "cat", f"{m}/recall/plover k:20/results.json").stdout
+            assert recall.returncode == 0 and f'"total_candidates": {len(expected)}' in hits
+            assert {i for i in EXPECTED["auditor"] if f'"id": "{i}"' in hits} == expected
+    # Exact names of the other's memories: ENOENT, not EACCES.
+    proc = as_user("reader", "cat", f"{m}/history/f-audit/v1.md", f"{m}/facts/by-kind/secret")
+    assert proc.stderr.count("No such file or directory") == 2
+    # index.md counts only what each may read.
+    assert "facts: 1\n" in as_user("reader", "cat", f"{m}/index.md").stdout
+    assert "facts: 4\n" in as_user("auditor", "cat", f"{m}/index.md").stdout
+    # Root is not in the map: nothing.
+    proc = subprocess.run(["ls", str(m)], capture_output=True, text=True)
+    assert proc.returncode != 0 and "Permission denied" in proc.stderr
+
+
+def test_ingest_while_mounted_refreshes_every_view(mapped: Mount, tmp_path: Path) -> None:
+    m = mapped.path
+    for agent in EXPECTED:  # fill each view's caches first
+        as_user(agent, "ls", f"{m}/facts")
+    new = write_jsonl(tmp_path / "new.jsonl", [
+        fact("p-5", "auditor private plover followup", id="f-followup", agent="auditor", visibility="private"),
+        fact("p-6", "ops moved the plover queue to the new cluster", id="f-moved", agent="ops"),
+    ])
+    mapped.cli("ingest", str(new))
+    assert ids_in(as_user("reader", "ls", f"{m}/facts").stdout) == EXPECTED["reader"] | {"f-moved"}
+    assert ids_in(as_user("auditor", "ls", f"{m}/facts").stdout) == EXPECTED["auditor"] | {"f-moved", "f-followup"}
+
+
+def test_a_second_mount_of_a_mounted_store_points_to_map_uid(mapped: Mount, tmp_path: Path) -> None:
+    other = tmp_path / "second"
+    other.mkdir()
+    proc = mapped.cli("mount", str(other), "--agent", "auditor", check=False, timeout=180)
+    assert proc.returncode == 1
+    assert "already mounted at" in proc.stderr and "--map-uid" in proc.stderr
+
+
+def test_bad_map_uid_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("mount", str(tmp_path), "--map-uid", "nobody-such-user-x=atlas")
+    assert proc.returncode == 1 and "no user" in proc.stderr
+    proc = run_cli("mount", str(tmp_path), "--map-uid", "1001")
+    assert proc.returncode == 1 and "UID=AGENT" in proc.stderr
