@@ -1,5 +1,6 @@
 """The lexical arm: DuckDB FTS (BM25) per table, plus a substring pass over rows the index has not
-seen yet (the FTS index does not update on insert; it is rebuilt after ingest).
+seen yet (the FTS index does not update on insert; it is rebuilt after ingest). BM25 is scored in
+memory from the index's tables (query/bm25_memory.py), among the rows the caller may read.
 
 Returns row ids only. Query text never reaches SQL as syntax: it is reduced to plain terms, which
 are bound as parameters.
@@ -9,11 +10,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
 
+from recallfs.query.bm25_memory import POSTINGS, top_k
+from recallfs.query.derived import LruCache, allowed_rids, store_state
 from recallfs.query.stopwords import STOPWORDS
+from recallfs.query.store import Store
 
 MAX_TERMS = 32  # a 10 kB query is cut to its first distinct terms; BM25 cost grows with each term
 # Letters and digits in any script are kept, so non-ASCII text is indexed rather than dropped.
@@ -65,8 +70,46 @@ def fts_watermark(cur: duckdb.DuckDBPyConnection, schema: str, table: str) -> in
     return int(row[0]) if row else 0
 
 
+@dataclass(frozen=True)
+class IndexState:
+    """What the FTS index of one table covers, for one store generation."""
+
+    watermark: int  # rows with rid <= watermark are in the index
+    built_at: object  # identifies one build of the index
+    max_rid: int  # the table's newest row
+
+
+_STATE = LruCache(512)
+_STEMS = LruCache(1024)
+
+
+def index_state(store: Store, schema: str, table: str) -> IndexState:
+    key = (str(store.path), *store_state(store), schema, table)
+    hit = _STATE.get(key)
+    if hit is None:
+        cur = store.cursor()
+        row = cur.execute(
+            "SELECT built_max_rid, built_at FROM main.fts_state WHERE schema_name = ? AND tbl = ?", [schema, table]
+        ).fetchone()
+        top = cur.execute(f"SELECT coalesce(max(rid), 0) FROM {schema}.{table}").fetchone()
+        hit = IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
+        _STATE.put(key, hit)
+    return hit
+
+
+def index_stems(cur: duckdb.DuckDBPyConnection, fts: str, text: str) -> list[str]:
+    """The query's distinct terms as the index holds them: DuckDB's own tokenizer and Porter stemmer,
+    so query and documents are cut the same way. Every index is built with the same options."""
+    hit = _STEMS.get(text)
+    if hit is None:
+        rows = cur.execute(f"SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t", [text]).fetchall()
+        hit = sorted(str(r[0]) for r in rows if r[0])
+        _STEMS.put(text, hit)
+    return hit
+
+
 def search(
-    cur: duckdb.DuckDBPyConnection,
+    store: Store,
     schema: str,
     table: str,
     terms: list[str],
@@ -79,21 +122,20 @@ def search(
     over alias `m`). BM25 over indexed rows, then unindexed rows by how many terms they contain."""
     if not terms:
         return []
-    watermark = fts_watermark(cur, schema, table)
+    cur = store.cursor()
+    state = index_state(store, schema, table)
     ranked: list[int] = []
-    if watermark > 0:
-        rows = cur.execute(
-            f"""SELECT rid FROM (
-                    SELECT m.rid, {fts_schema(schema, table)}.match_bm25(m.rid, ?) AS score
-                    FROM {schema}.{table} m WHERE m.rid <= ? AND {where})
-                WHERE score IS NOT NULL ORDER BY score DESC, rid DESC LIMIT ?""",
-            [" ".join(terms), watermark, *params, limit],
-        ).fetchall()
-        ranked = [int(r[0]) for r in rows]
+    if state.watermark > 0:
+        fts = fts_schema(schema, table)
+        postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
+        scores = postings.score(index_stems(cur, fts, " ".join(terms)))
+        if scores.any():
+            allowed = postings.positions_of(allowed_rids(store, schema, table, where, params))
+            ranked = top_k(scores, postings.rids, allowed, limit)
     # Rows above the watermark are not in the index yet. When the index finds nothing at all
     # (a word split differently, e.g. in scripts written without spaces), scan everything by substring.
-    floor = watermark if ranked else 0
-    fresh = _search_fresh(cur, schema, table, terms, floor, where, params, limit)
+    floor = state.watermark if ranked else 0
+    fresh = _search_fresh(cur, schema, table, terms, floor, where, params, limit) if state.max_rid > floor else []
     if fresh:
         # Interleave so fresh rows are visible at once without pushing out the best indexed ones.
         merged: list[int] = []

@@ -211,7 +211,7 @@ def recall(
                 rids = timer.run(
                     "lexical",
                     lambda table=table: lexical_search(
-                        cur, schema, table, terms, where=where, params=params, limit=candidates
+                        store, schema, table, terms, where=where, params=params, limit=candidates
                     ),
                 )
             except Exception as exc:  # an arm failure empties that arm only
@@ -298,10 +298,10 @@ def _load_rows(cur: Any, schema: str, cands: list[Candidate]) -> dict[int, dict[
         ids = [c.rid for c in cands if c.table == table]
         if not ids:
             continue
-        rows = cur.execute(
-            f"SELECT {', '.join(HIT_COLUMNS)} FROM {schema}.{table} WHERE rid IN (SELECT unnest(?::BIGINT[]))",
-            [ids],
-        ).fetchall()
+        # A literal list of our own integer ids: DuckDB plans it as a filter on rid, about ten times
+        # faster than joining an unnested list parameter.
+        id_list = ", ".join(str(int(rid)) for rid in ids)
+        rows = cur.execute(f"SELECT {', '.join(HIT_COLUMNS)} FROM {schema}.{table} WHERE rid IN ({id_list})").fetchall()
         for row in rows:
             out[int(row[0])] = dict(zip(HIT_COLUMNS, row, strict=True))
     return out

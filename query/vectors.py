@@ -12,15 +12,12 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import os
 import tempfile
 import threading
 import uuid
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +26,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.embedder import Embedder, Progress
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.store import Store
@@ -439,22 +437,6 @@ def _gpu_resources() -> Any:
     return _GPU_RES
 
 
-_STORE_TOKENS: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
-_NEXT_TOKEN = itertools.count(1)
-_TOKEN_LOCK = threading.Lock()
-
-
-def store_state(store: Store) -> tuple[int, int]:
-    """(token, generation): what a cache entry derived from this open store is valid for. The token is
-    unique per Store object (unlike id(), never reused), because a store reopened after another process
-    wrote to it starts again at generation 0."""
-    with _TOKEN_LOCK:
-        token = _STORE_TOKENS.get(store)
-        if token is None:
-            token = _STORE_TOKENS[store] = next(_NEXT_TOKEN)
-    return token, store.generation
-
-
 class VectorIndexes:
     """The FAISS indexes of open stores, loaded from disk or rebuilt from DuckDB when stale."""
 
@@ -462,7 +444,6 @@ class VectorIndexes:
         self.persist = persist
         self._lock = threading.Lock()
         self._indexes: dict[tuple[str, str, str], _TableIndex] = {}
-        self._allowed: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self._allowed_max = allowed_cache
         self._background: dict[tuple[Any, ...], tuple[np.ndarray | None]] = {}
         self._stored: dict[tuple[Any, ...], StoredModel | None] = {}
@@ -609,21 +590,8 @@ class VectorIndexes:
     def allowed_rids(
         self, store: Store, schema: str, table: str, where: str, params: list[object]
     ) -> np.ndarray:
-        """The rids the gate lets this caller read, sorted. Cached per store generation: they change
-        only when the store does."""
-        key = (str(store.path), *store_state(store), schema, table, where, repr(params))
-        with self._lock:
-            hit = self._allowed.get(key)
-            if hit is not None:
-                self._allowed.move_to_end(key)
-                return hit
-        res = store.cursor().execute(f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchnumpy()
-        rids = np.sort(np.asarray(res["rid"], dtype=np.int64))
-        with self._lock:
-            self._allowed[key] = rids
-            while len(self._allowed) > self._allowed_max:
-                self._allowed.popitem(last=False)
-        return rids
+        """The rids the gate lets this caller read, sorted; cached per store generation (query/derived.py)."""
+        return allowed_rids(store, schema, table, where, params)
 
     def search(
         self,

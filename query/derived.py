@@ -1,0 +1,79 @@
+"""Caches derived from an open store, each valid for one (store object, generation).
+
+A long-lived daemon answers many recalls between two ingests; recomputing what only an ingest can change
+(which rows a principal may read, an FTS index's postings) on every request would dominate recall
+latency at 100k memories. Every entry is keyed on `store_state`, so the first request after a commit
+recomputes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from recallfs.query.store import Store
+
+_STORE_TOKENS: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
+_NEXT_TOKEN = itertools.count(1)
+_TOKEN_LOCK = threading.Lock()
+
+
+def store_state(store: Store) -> tuple[int, int]:
+    """(token, generation): what a cache entry derived from this open store is valid for. The token is
+    unique per Store object (unlike id(), never reused), because a store reopened after another process
+    wrote to it starts again at generation 0."""
+    with _TOKEN_LOCK:
+        token = _STORE_TOKENS.get(store)
+        if token is None:
+            token = _STORE_TOKENS[store] = next(_NEXT_TOKEN)
+    return token, store.generation
+
+
+class LruCache:
+    """A small thread-safe LRU map. Values are computed outside the lock (two threads may both compute a
+    missing entry; the results are equal, and the cost is bounded by one recomputation)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_ALLOWED = LruCache(128)
+
+
+def allowed_rids(store: Store, schema: str, table: str, where: str, params: list[object]) -> np.ndarray:
+    """The sorted rids of `schema.table` that satisfy `where` (the gate's scope clause over alias `m`).
+    Both arms restrict their search to these before ranking, so a filter never empties a top-k."""
+    key = (str(store.path), *store_state(store), schema, table, where, repr(params))
+    hit = _ALLOWED.get(key)
+    if hit is not None:
+        return hit
+    res = store.cursor().execute(f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchnumpy()
+    rids = np.sort(np.asarray(res["rid"], dtype=np.int64))
+    rids.setflags(write=False)  # shared between threads and callers
+    _ALLOWED.put(key, rids)
+    return rids
