@@ -75,7 +75,7 @@ def load_postings(cur: duckdb.DuckDBPyConnection, fts: str) -> Postings:
     row_of = np.full(int(termids.max()) + 1 if len(termids) else 0, -1, dtype=np.int64)
     row_of[termids] = np.arange(len(termids))
     df = np.asarray(terms["df"], dtype=np.float64)
-    idf = np.log(((num_docs - df) + 0.5) / (df + 0.5) + 1)
+    idf = np.log10(((num_docs - df) + 0.5) / (df + 0.5) + 1)  # DuckDB's log() is base 10
 
     tf = cur.execute(
         f"SELECT termid, docid, count(*) AS tf FROM {fts}.terms GROUP BY termid, docid ORDER BY termid, docid"
@@ -93,6 +93,8 @@ def load_postings(cur: duckdb.DuckDBPyConnection, fts: str) -> Postings:
 def top_k(scores: np.ndarray, rids: np.ndarray, allowed: np.ndarray | None, limit: int) -> list[int]:
     """The best `limit` rids with a positive score, among `allowed` doc positions (None: all), ordered by
     score descending then rid descending, as the SQL arm orders them."""
+    if limit <= 0:
+        return []
     # Sums of the same weights in another order differ in the last bits; rounding makes equal scores
     # equal, so the rid tie-break (not float noise) orders them.
     scores = np.round(scores, 9)
