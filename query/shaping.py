@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 
 from recallfs.query.query_syntax import RecallOptions
+from recallfs.query.store import Store
 from recallfs.query.vectors import META_MODEL, VECTORS
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.entity_match import match_entity
@@ -67,6 +68,24 @@ def load_vectors(
     out = {int(rid): np.asarray(vec, dtype=np.float32)
            for rid, vec in zip(table["rid"].tolist(), table["embedding"], strict=True)}
     return out, None
+
+
+def _indexed_vectors(
+    store: Store | None, schema: str, cands: Sequence[Candidate], semantic: Any
+) -> dict[int, np.ndarray] | None:
+    """The candidates' vectors from the semantic arm's in-memory indexes, when that arm ran; None to
+    fall back to DuckDB."""
+    indexes = getattr(semantic, "indexes", None)
+    if store is None or indexes is None:
+        return None
+    by_table: dict[str, list[int]] = {}
+    for c in cands:
+        by_table.setdefault(c.table, []).append(c.rid)
+    try:
+        return indexes.stored_vectors(store, schema, by_table)
+    except Exception:  # the DuckDB path gives the same vectors, only slower
+        log.warning("reading vectors from the in-memory indexes failed", exc_info=True)
+        return None
 
 
 def entity_names(cur: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
@@ -135,6 +154,7 @@ def apply_stages(
     terms: Sequence[str],
     options: RecallOptions,
     semantic: Any = None,
+    store: Store | None = None,
 ) -> Shaped:
     """Gather what the enabled stages need, then run them (ranking.pipeline.shape) over the authorized
     candidates. `semantic` is the arm that ran, or None when it did not (no query embedding then).
@@ -142,7 +162,7 @@ def apply_stages(
     Never raises: should a stage fail, the fused order stands and a note says so."""
     try:
         return _apply_stages(cur, schema, cands, config, text=text, terms=terms, options=options,
-                             semantic=semantic)
+                             semantic=semantic, store=store)
     except Exception as exc:
         log.exception("ranking stages failed")
         return Shaped(cands=ordered(cands), notes=[f"ranking stages failed ({type(exc).__name__}); "
@@ -159,13 +179,16 @@ def _apply_stages(
     terms: Sequence[str],
     options: RecallOptions,
     semantic: Any,
+    store: Store | None,
 ) -> Shaped:
     budget = options.budget
     wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
     vectors: dict[int, np.ndarray] | None = None
     vector_note = None
     if wants_vectors and cands:
-        vectors, vector_note = load_vectors(cur, schema, [c.rid for c in cands])
+        vectors = _indexed_vectors(store, schema, cands, semantic)
+        if vectors is None:
+            vectors, vector_note = load_vectors(cur, schema, [c.rid for c in cands])
     qvec = None
     qvec_note = None
     if config.rerank and cands:

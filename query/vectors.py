@@ -351,8 +351,8 @@ class _TableIndex:
     def ids(self) -> np.ndarray:
         return _faiss().vector_to_array(self.cpu.id_map).astype(np.int64)
 
-    def positions_of(self, rids: np.ndarray) -> np.ndarray:
-        """Index positions of those of `rids` (sorted) that the index holds."""
+    def _locate(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mask over `rids` (sorted) of those the index holds, their index positions)."""
         if self._ids is None or len(self._ids[0]) != self.ntotal:
             ids = self.ids()
             order = np.argsort(ids, kind="stable")  # already ascending in practice: rows go in by rid
@@ -361,7 +361,16 @@ class _TableIndex:
         pos = np.searchsorted(ids, rids)
         ok = pos < len(ids)
         ok[ok] = ids[pos[ok]] == rids[ok]
-        return np.sort(order[pos[ok]])
+        return ok, order[pos[ok]]
+
+    def positions_of(self, rids: np.ndarray) -> np.ndarray:
+        """Index positions of those of `rids` (sorted) that the index holds."""
+        return np.sort(self._locate(rids)[1])
+
+    def vectors_of(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the rids of `rids` (sorted) that the index holds, their stored vectors)."""
+        ok, positions = self._locate(rids)
+        return rids[ok], self.vectors_at(positions)
 
     def vectors_at(self, positions: np.ndarray) -> np.ndarray:
         """Copies of the stored vectors at these positions (insertion order)."""
@@ -587,6 +596,26 @@ class VectorIndexes:
         return sample
 
     # -- search ------------------------------------------------------------------------------------
+    def stored_vectors(
+        self, store: Store, schema: str, by_table: dict[str, list[int]]
+    ) -> dict[int, np.ndarray] | None:
+        """The stored embeddings of these (authorized) rows, read from the in-memory indexes rather than
+        DuckDB (where fetching a few hundred FLOAT[d] rows scans the whole vectors table). None when the
+        store has no vectors; rows without one are absent from the result."""
+        stored = self.stored(store)
+        if stored is None:
+            return None
+        out: dict[int, np.ndarray] = {}
+        for table, rids in by_table.items():
+            if not rids:
+                continue
+            entry = self.index_for(store, schema, table, stored)
+            if entry.ntotal == 0:
+                continue
+            found, matrix = entry.vectors_of(np.array(sorted(set(rids)), dtype=np.int64))
+            out.update(zip(found.tolist(), matrix, strict=True))
+        return out
+
     def allowed_rids(
         self, store: Store, schema: str, table: str, where: str, params: list[object]
     ) -> np.ndarray:

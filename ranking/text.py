@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fold(text: str) -> str:
     """Lower-case, accents stripped, runs of whitespace made one space."""
+    if text.isascii():  # nothing to decompose: skip the per-character pass (most memories)
+        return " ".join(text.lower().split())
     decomposed = unicodedata.normalize("NFKD", text.lower())
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(stripped.split())
@@ -52,6 +55,7 @@ def stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=32_768)  # pure, and the same candidates come back query after query
 def content_words(text: str) -> frozenset[str]:
     """What a text claims, as a set: its words without function words, lightly stemmed."""
     return frozenset(stem(w) for w in words(text) if w not in _FUNCTION_WORDS)
