@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from recallfs.query.derived import LruCache, store_state
-from recallfs.query.gate import authorize, scope_clause
+from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
@@ -254,8 +254,8 @@ def recall(
     allowed: set[int] = set()
     for table in MEMORY_TABLES:
         ids = [c.rid for c in fused if c.table == table]
-        allowed |= timer.run("authorize", lambda ids=ids, table=table: authorize(
-            cur, principal, schema, table, ids, opts))
+        allowed |= timer.run("authorize", lambda ids=ids, table=table: authorize_in_store(
+            store, principal, schema, table, ids, opts))
     fused = [c for c in fused if c.rid in allowed]
     rows = timer.run("load", lambda: _load_rows(store, schema, fused))
     for cand in fused:
