@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("recall", help="run the recall pipeline without FUSE")
     _store_args(p)
     p.add_argument("query", help="the query; inline options such as k:20 kind:decision since:7d work here")
-    p.add_argument("-k", type=int, help="hits per page (default 10)")
-    p.add_argument("--offset", type=int, default=0, help="skip this many hits (pagination)")
+    # Every inline option has a flag meaning the same (read by the same code: query_syntax.apply_option);
+    # an inline option in the query wins over its flag.
+    p.add_argument("-k", help="hits per page (default 10); same as k:")
+    p.add_argument("--offset", help="skip this many hits (pagination); same as offset:")
     p.add_argument("--format", default="text", choices=["text", "json", "context"])
     p.add_argument("--arm", default="fused", choices=["lexical", "semantic", "fused"],
                    help="which arms to run (default fused)")
-    p.add_argument("--kind", action="append", help="only this kind (repeatable); same as kind:")
-    p.add_argument("--tag", action="append", help="only memories with this tag; same as tag:")
+    p.add_argument("--kind", action="append", help="only this kind (repeatable, or comma-separated); same as kind:")
+    p.add_argument("--tag", action="append", help="only memories with this tag (repeatable); same as tag:")
     p.add_argument("--session", help="only this session; same as session:")
-    p.add_argument("--since", help="only memories from this date or duration ago (2026-06-01, 7d)")
-    p.add_argument("--until", help="only memories up to this date")
-    p.add_argument("--author", help="only memories written by this agent; same as agent:")
+    p.add_argument("--author", help="only memories written by this agent; same as agent: (--agent is who reads)")
+    p.add_argument("--since", help="only memories from this UTC date or duration ago (2026-06-01, 7d); same as since:")
+    p.add_argument("--until", help="only memories up to this UTC date (a bare date includes the day); same as until:")
+    # a value is required: an optional one would swallow the query that follows (--recent "what changed")
+    p.add_argument("--recent", metavar="on|off|HALF_LIFE",
+                   help="favour newer memories: on, off (not even for 'latest'), or a half-life such as 7d; "
+                   "same as recent:")
+    p.add_argument("--budget", help="fit the hits in about this many tokens, chosen by MMR; same as budget:")
 
     p = sub.add_parser("reindex", help="re-embed memories with the configured model; rebuild FAISS indexes")
     _store_args(p, workspace=False, agent=False)
@@ -129,6 +137,14 @@ def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
     try:
         return settings_mod.resolve(overrides)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def ranking_settings(cfg: dict[str, Any]) -> dict[str, Any]:
+    """recall()'s ranking keywords from the settings (weights, stages, rrf_k, candidates)."""
+    try:
+        return settings_mod.ranking_kwargs(cfg)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 
@@ -237,27 +253,41 @@ def _ingest_via_daemon(args: argparse.Namespace, cfg: dict[str, Any], org: str, 
     return EXIT_OK
 
 
+# flag -> inline option it means (query_syntax reads both)
+RECALL_FLAGS = (("kind", "kind"), ("tag", "tag"), ("session", "session"), ("author", "agent"), ("since", "since"),
+                ("until", "until"), ("k", "k"), ("offset", "offset"), ("recent", "recent"), ("budget", "budget"))
+
+
+def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any:
+    """RecallOptions from the recall flags, through the same reader as the inline options; times are
+    UTC like theirs. A bad value is a CliError naming the flag."""
+    from recallfs.query.query_syntax import RecallOptions, apply_option, utc_now
+
+    now = now or utc_now()
+    opts = RecallOptions()
+    for flag, option in RECALL_FLAGS:
+        value = getattr(args, flag, None)
+        for one in value if isinstance(value, list) else [value]:
+            if one is None:
+                continue
+            try:
+                apply_option(opts, option, str(one), now)
+            except ValueError as exc:
+                name = "-k" if flag == "k" else f"--{flag}"
+                raise CliError(f"{name} {one}: {exc}") from None
+    if opts.since and opts.until and opts.since > opts.until:
+        raise CliError("--since is after --until, so nothing could match")
+    return opts
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
     from recallfs.query.formats import RENDERERS
-    from recallfs.query.query_syntax import RecallOptions, parse_when
     from recallfs.query.recall import recall
 
     cfg = resolve_settings(args)
+    ranking = ranking_settings(cfg)
     principal = principal_from(cfg)
-    opts = RecallOptions(kinds=[k.lower() for k in args.kind or []], tags=args.tag or [],
-                         session=args.session, agent=args.author)
-    try:
-        from datetime import datetime
-
-        now = datetime.now()
-        opts.since = parse_when(args.since, now) if args.since else None
-        opts.until = parse_when(args.until, now) if args.until else None
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    if args.k is not None and not 1 <= args.k <= 200:
-        raise CliError("-k must be between 1 and 200")
-    if args.offset < 0:
-        raise CliError("--offset must not be negative")
+    opts = recall_options(args)
     routed = _recall_via_daemon(args, cfg, principal, opts)
     if routed is not None:
         sys.stdout.write(routed)
@@ -265,10 +295,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     semantic = _semantic_arm(cfg) if args.arm != "lexical" else None
     store = open_store(cfg, read_only=True)
     with store:
-        result = recall(
-            store, principal, args.query, k=args.k or cfg["k"], offset=args.offset, arm=args.arm,
-            options=opts, candidates=cfg["candidates"], rrf_k=cfg["rrf_k"], semantic=semantic,
-        )
+        result = recall(store, principal, args.query, k=cfg["k"], arm=args.arm, options=opts, semantic=semantic,
+                        **ranking)
     sys.stdout.write(RENDERERS[args.format](result))
     return EXIT_OK
 
@@ -278,7 +306,7 @@ def _recall_via_daemon(args: argparse.Namespace, cfg: dict[str, Any], principal:
     its semantic arm is already warm. None when no daemon holds the store."""
     from recallfs.mount import control
 
-    payload = {"op": "recall", "query": args.query, "k": args.k, "offset": args.offset, "arm": args.arm,
+    payload = {"op": "recall", "query": args.query, "k": opts.k, "offset": opts.offset, "arm": args.arm,
                "format": args.format, "options": control.options_payload(opts), "org": principal.org,
                "workspace": principal.workspace, "agent": principal.agent}
     try:
@@ -400,6 +428,7 @@ def cmd_mount(args: argparse.Namespace) -> int:
     from recallfs.mount.views import parse_uid_map
 
     cfg = resolve_settings(args)
+    ranking_settings(cfg)  # a bad ranking setting stops the mount here, not at its first recall
     try:
         uid_map = parse_uid_map(args.map_uid)
     except ValueError as exc:

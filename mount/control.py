@@ -91,6 +91,7 @@ def options_payload(opts: Any) -> dict[str, Any]:
         "kinds": list(opts.kinds), "tags": list(opts.tags), "session": opts.session, "agent": opts.agent,
         "since": opts.since.isoformat() if opts.since else None,
         "until": opts.until.isoformat() if opts.until else None,
+        "recent": opts.recent_half_life_days, "budget": opts.budget,
     }
 
 
@@ -102,6 +103,7 @@ def _options(payload: dict[str, Any]) -> Any:
         session=payload.get("session"), agent=payload.get("agent"),
         since=datetime.fromisoformat(payload["since"]) if payload.get("since") else None,
         until=datetime.fromisoformat(payload["until"]) if payload.get("until") else None,
+        recent_half_life_days=payload.get("recent"), budget=payload.get("budget"),
     )
 
 
@@ -184,6 +186,7 @@ class ControlServer:
     async def _recall(self, req: dict[str, Any]) -> dict[str, Any]:
         from recallfs.query.formats import RENDERERS
         from recallfs.query.recall import recall
+        from recallfs.query.settings import ranking_kwargs
         from recallfs.scope.principal import Principal
 
         principal = Principal(req["org"], req["workspace"], req["agent"])
@@ -197,8 +200,8 @@ class ControlServer:
             result = recall(
                 self.ops.store, principal, req["query"], k=int(req.get("k") or cfg["k"]),
                 offset=int(req.get("offset") or 0), arm=req.get("arm", "fused"),
-                options=_options(req.get("options") or {}), candidates=int(cfg["candidates"]),
-                rrf_k=int(cfg["rrf_k"]), semantic=semantic,
+                options=_options(req.get("options") or {}), semantic=semantic,
+                **ranking_kwargs(cfg),  # the daemon's ranking settings, as in its recall/ directories
             )
             return RENDERERS[fmt](result)
 

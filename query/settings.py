@@ -11,6 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recallfs.ranking.pipeline import StageConfig
+from recallfs.ranking.provenance import DEFAULT_WEIGHTS, format_weights, parse_weights
+
+_STAGES = StageConfig()  # the shipped stage defaults: the settings' defaults are its fields
+
 
 @dataclass(frozen=True, slots=True)
 class Setting:
@@ -60,7 +65,30 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_rows", 5000, "row cap for one browse listing; larger listings say truncated"),
     Setting("recall_ttl_s", 5, "seconds the kernel may cache a recall directory"),
     Setting("log_level", "info", "daemon log level: debug, info, warning, error"),
+    # Ranking: fusion weights and the shaping stages (ranking/pipeline.py StageConfig; the README's
+    # ranking section has the ablation behind each default).
+    Setting("weights", format_weights(DEFAULT_WEIGHTS), "provenance weights for fusion, NAME=NUMBER,... "
+            "over tables, arms or arm:table lists (unnamed ones count 1; replaces the defaults); `equal`: all 1"),
+    Setting("dedup", _STAGES.dedup, "identity dedup: one hit per memory however many arms found it"),
+    Setting("rerank", _STAGES.rerank, "rerank by the cosine of the query and the stored embeddings"),
+    Setting("rerank_mix", _STAGES.rerank_mix, "weight of the cosine in the reranked score (0..1)"),
+    Setting("rerank_budget_ms", _STAGES.rerank_budget_ms,
+            "time budget of the reranker; past it the fused order is kept"),
+    Setting("collapse", _STAGES.collapse, "collapse near-duplicates to the copy with the best provenance"),
+    Setting("collapse_threshold", _STAGES.collapse_threshold,
+            "cosine at or above which two hits may be near-duplicates"),
+    Setting("recency", _STAGES.recency, "recency dampening: off, auto (on for temporal intent or recent:) or on"),
+    Setting("half_life_days", _STAGES.half_life_days, "recency half-life in days"),
+    Setting("mmr", _STAGES.mmr, "with budget:N, choose hits by MMR diversity (false: by score only)"),
+    Setting("mmr_lambda", _STAGES.mmr_lambda, "MMR balance of relevance (1) against novelty (0)"),
+    Setting("min_score", _STAGES.min_score, "drop hits whose score is below this (0..1; 0 keeps all)"),
+    Setting("tag_bonus", _STAGES.tag_bonus, "score x (1 + this) when a query word names the hit's tag (0: off)"),
+    Setting("kind_bonus", _STAGES.kind_bonus, "score x (1 + this) when a query word names the hit's kind (0: off)"),
+    Setting("entity_first", _STAGES.entity_first, "a query that names an entity exactly shows its card first"),
 )
+# The settings that become StageConfig fields, by the same names.
+STAGE_SETTINGS = ("dedup", "rerank", "rerank_mix", "rerank_budget_ms", "collapse", "collapse_threshold", "recency",
+                  "half_life_days", "mmr", "mmr_lambda", "min_score", "tag_bonus", "kind_bonus", "entity_first")
 
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -86,6 +114,34 @@ def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] |
     if not out["store"]:
         out["store"] = _default_store()
     return out
+
+
+def weights_from(text: str) -> dict[str, float]:
+    """The `weights` setting's text as a fusion weights mapping ({} is equal weights)."""
+    if text.strip().lower() == "equal":
+        return {}
+    try:
+        weights = parse_weights(text)
+    except ValueError as exc:
+        raise ValueError(f"{setting('weights').env}: {exc}") from None
+    if not weights:
+        raise ValueError(f"{setting('weights').env} is empty: give NAME=NUMBER pairs, or `equal`")
+    return weights
+
+
+def ranking_kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The recall() keywords the settings decide: fusion weights, RRF k, candidates and the stages.
+
+    The CLI, the mount's recall/ directories and its control socket all call recall() with these, so
+    one setting means the same everywhere. Raises ValueError naming the variable when a value is bad."""
+    try:
+        stages = StageConfig(**{name: cfg[name] for name in STAGE_SETTINGS})
+    except ValueError as exc:
+        raise ValueError(f"ranking settings (RECALLFS_*): {exc}") from None
+    if int(cfg["rrf_k"]) < 1 or int(cfg["candidates"]) < 1:
+        raise ValueError("RECALLFS_RRF_K and RECALLFS_CANDIDATES must be at least 1")
+    return {"weights": weights_from(str(cfg["weights"])), "stages": stages,
+            "rrf_k": int(cfg["rrf_k"]), "candidates": int(cfg["candidates"])}
 
 
 def markdown_table() -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from recallfs.ranking.candidates import Candidate
+from recallfs.ranking.candidates import Candidate, ordered
 
 
 def cut_below(cands: list[Candidate], min_score: float) -> list[Candidate]:
-    return [c.copy() for c in cands if c.score >= min_score]
+    # Ordered like every other stage's output, so a stage's result never depends on its input order.
+    return ordered([c.copy() for c in cands if c.score >= min_score])

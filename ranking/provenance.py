@@ -58,6 +58,11 @@ def parse_weights(text: str) -> dict[str, float]:
     return out
 
 
+def format_weights(weights: Mapping[str, float]) -> str:
+    """The text form parse_weights reads: {'facts': 1.0, 'turns': 0.5} -> 'facts=1,turns=0.5'."""
+    return ",".join(f"{key}={value:g}" for key, value in weights.items())
+
+
 def provenance_key(cand: Candidate) -> tuple[int, int, float, int]:
     """Sort key, best provenance first: table priority, then found by more arms, then score, then rid."""
     return (TABLE_PRIORITY.get(cand.table, len(TABLE_PRIORITY)), -len(cand.arms), -cand.score, cand.rid)
