@@ -267,7 +267,8 @@ def recall(
     config = stages or StageConfig()
     shaped = timer.run("shaping", lambda: apply_stages(
         cur, schema, fused, config, text=parsed.text, terms=terms, options=opts,
-        semantic=semantic if want_semantic and not result.degraded else None, store=store))
+        semantic=semantic if want_semantic and not result.degraded else None, store=store,
+        vector_indexes=getattr(semantic, "indexes", None)))
     fused = shaped.cands
     notes.extend(shaped.notes)
     result.stages = shaped.stages

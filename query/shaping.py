@@ -71,11 +71,10 @@ def load_vectors(
 
 
 def _indexed_vectors(
-    store: Store | None, schema: str, cands: Sequence[Candidate], semantic: Any
+    store: Store | None, schema: str, cands: Sequence[Candidate], indexes: Any
 ) -> dict[int, np.ndarray] | None:
-    """The candidates' vectors from the semantic arm's in-memory indexes, when that arm ran; None to
-    fall back to DuckDB."""
-    indexes = getattr(semantic, "indexes", None)
+    """The candidates' vectors from the semantic arm's in-memory FAISS indexes (they need no model, so
+    they serve a lexical-only recall too); None to fall back to DuckDB."""
     if store is None or indexes is None:
         return None
     by_table: dict[str, list[int]] = {}
@@ -155,6 +154,7 @@ def apply_stages(
     options: RecallOptions,
     semantic: Any = None,
     store: Store | None = None,
+    vector_indexes: Any = None,
 ) -> Shaped:
     """Gather what the enabled stages need, then run them (ranking.pipeline.shape) over the authorized
     candidates. `semantic` is the arm that ran, or None when it did not (no query embedding then).
@@ -162,7 +162,8 @@ def apply_stages(
     Never raises: should a stage fail, the fused order stands and a note says so."""
     try:
         return _apply_stages(cur, schema, cands, config, text=text, terms=terms, options=options,
-                             semantic=semantic, store=store)
+                             semantic=semantic, store=store,
+                             vector_indexes=vector_indexes)
     except Exception as exc:
         log.exception("ranking stages failed")
         return Shaped(cands=ordered(cands), notes=[f"ranking stages failed ({type(exc).__name__}); "
@@ -180,13 +181,14 @@ def _apply_stages(
     options: RecallOptions,
     semantic: Any,
     store: Store | None,
+    vector_indexes: Any,
 ) -> Shaped:
     budget = options.budget
     wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
     vectors: dict[int, np.ndarray] | None = None
     vector_note = None
     if wants_vectors and cands:
-        vectors = _indexed_vectors(store, schema, cands, semantic)
+        vectors = _indexed_vectors(store, schema, cands, vector_indexes)
         if vectors is None:
             vectors, vector_note = load_vectors(cur, schema, [c.rid for c in cands])
     qvec = None
