@@ -32,6 +32,14 @@ def ablations() -> dict[str, Variant]:
         "semantic arm only": {"arm": "semantic"},
         "equal provenance weights": {"arm": "fused", "weights": {}},
     }
+    # The default weights' two parts measured apart: the table gradient and the lexical arm's weight.
+    from recallfs.ranking.provenance import DEFAULT_WEIGHTS
+
+    lexical = DEFAULT_WEIGHTS.get("lexical", 1.0)
+    rows["tables equal, lexical arm weighted"] = {"arm": "fused", "weights": {"lexical": lexical}}
+    rows["steeper tables (1 / 0.97 / 0.94)"] = {
+        "arm": "fused", "weights": {"facts": 1.0, "summaries": 0.97, "turns": 0.94, "lexical": lexical}}
+    rows["lexical arm at full weight"] = {"arm": "fused", "weights": {**DEFAULT_WEIGHTS, "lexical": 1.0}}
     try:
         from recallfs.ranking.pipeline import STAGES, StageConfig
     except ImportError:  # no switchable stages: the arm rows still run

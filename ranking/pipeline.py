@@ -25,7 +25,7 @@ from recallfs.ranking.dedup import dedup_identity
 from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS, dampen_recency
 from recallfs.ranking.rerank import rerank
 from recallfs.ranking.similarity import Vector
-from recallfs.ranking.temporal import temporal_intent
+from recallfs.ranking.temporal import temporal_intent, time_anchor
 
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
@@ -101,6 +101,9 @@ def recency_half_life(config: StageConfig, query: str, recent_option: float | No
         return config.half_life_days, f"on (half-life {config.half_life_days:g}d)"
     phrase = temporal_intent(query)
     if phrase:
+        anchor = time_anchor(query)
+        if anchor:
+            return 0.0, f"neutral (temporal intent {phrase!r} anchored to {anchor})"
         return config.half_life_days, f"auto: temporal intent {phrase!r} (half-life {config.half_life_days:g}d)"
     return 0.0, "neutral (no temporal intent)"
 

@@ -26,7 +26,18 @@ _PATTERN = re.compile(
 )
 
 
+# A year or an ISO date in the query anchors it in time: "the latest project in July 2023" asks for
+# the newest as of then, which dampening by age from the newest candidate would get wrong.
+_ANCHOR = re.compile(r"(?<!\w)(\d{4}-\d{2}-\d{2}|(?:19|20)\d{2})(?!\w)")
+
+
 def temporal_intent(query: str) -> str | None:
     """The first temporal phrase in the query, or None."""
     m = _PATTERN.search(fold(query))
+    return m.group(1) if m else None
+
+
+def time_anchor(query: str) -> str | None:
+    """The first year (1900-2099) or ISO date the query names, or None."""
+    m = _ANCHOR.search(query)
     return m.group(1) if m else None

@@ -7,7 +7,7 @@ from ranking_helpers import DAY0, cand, rids
 
 from recallfs.ranking.pipeline import StageConfig, recency_half_life
 from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS, dampen_recency, recency_factor
-from recallfs.ranking.temporal import temporal_intent
+from recallfs.ranking.temporal import temporal_intent, time_anchor
 
 
 @pytest.mark.parametrize(("query", "phrase"), [
@@ -49,6 +49,20 @@ from recallfs.ranking.temporal import temporal_intent
 ])
 def test_temporal_intent(query, phrase):
     assert temporal_intent(query) == phrase
+
+
+@pytest.mark.parametrize(("query", "anchor"), [
+    ("What did Mel paint in their latest project in July 2023?", "2023"),
+    ("current deploy target as of 2026-06-01", "2026-06-01"),
+    ("the latest release in 1999", "1999"),
+    ("what is the latest CI setup", None),
+    ("latest build 12345", None),        # a number, not a year
+    ("latest 2100 plan", None),          # outside 1900-2099
+    ("error 2023a in the latest run", None),
+    ("", None),
+])
+def test_time_anchor(query, anchor):
+    assert time_anchor(query) == anchor
 
 
 @pytest.mark.parametrize(("age", "half_life", "factor"), [
@@ -104,6 +118,8 @@ def test_dampen_without_any_dates_keeps_scores():
 @pytest.mark.parametrize(("mode", "query", "option", "half_life", "why"), [
     ("auto", "where does maya live", None, 0.0, "neutral"),
     ("auto", "where does maya live now", None, DEFAULT_HALF_LIFE_DAYS, "auto: temporal intent 'now'"),
+    ("auto", "where did maya live in 2024 latest", None, 0.0, "neutral (temporal intent 'latest' anchored to 2024)"),
+    ("auto", "latest address 2024", 30.0, 30.0, "on (recent:"),     # recent: wins over the anchor too
     ("auto", "where does maya live", 7.0, 7.0, "on (recent:"),
     ("auto", "latest address", 0.0, 0.0, "off (recent:off)"),
     ("off", "latest address", None, 0.0, "off"),
