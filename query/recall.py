@@ -274,7 +274,7 @@ def recall(
     result.stages = shaped.stages
     timer.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
     if config.entity_first and parsed.text.strip():
-        result.entity = timer.run("entity", lambda: entity_card(cur, schema, parsed.text, where, params))
+        result.entity = timer.run("entity", lambda: entity_card(cur, schema, parsed.text, where, params, store))
 
     result.total_candidates = len(fused)
     page = fused[offset: offset + k]

@@ -15,9 +15,10 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from recallfs.query.derived import LruCache, store_state
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
-from recallfs.query.vectors import META_MODEL, VECTORS
+from recallfs.query.vectors import META_MODEL, VECTORS, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.entity_match import match_entity
 from recallfs.ranking.pipeline import Shaped, StageConfig, shape
@@ -87,15 +88,39 @@ def _indexed_vectors(
         return None
 
 
-def entity_names(cur: duckdb.DuckDBPyConnection, schema: str) -> list[str]:
+_ENTITY_NAMES = LruCache(256)
+_HAS_VECTORS = LruCache(1024)
+
+
+def entity_names(cur: duckdb.DuckDBPyConnection, schema: str, store: Store | None = None) -> list[str]:
     """Every entity named by a fact in the partition. Unscoped, so never shown as such: a name only
-    leads to a card through `entity_card`, whose query carries the scope clause."""
-    rows = cur.execute(f"SELECT DISTINCT entity FROM {schema}.facts WHERE entity IS NOT NULL").fetchall()
-    return [str(r[0]) for r in rows]
+    leads to a card through `entity_card`, whose query carries the scope clause. Cached per store
+    generation when the store is given."""
+    key = (str(store.path), *store_state(store), schema) if store is not None else None
+    names = _ENTITY_NAMES.get(key) if key else None
+    if names is None:
+        rows = cur.execute(f"SELECT DISTINCT entity FROM {schema}.facts WHERE entity IS NOT NULL").fetchall()
+        names = [str(r[0]) for r in rows]
+        if key:
+            _ENTITY_NAMES.put(key, names)
+    return names
+
+
+def _vectors_table_exists(cur: duckdb.DuckDBPyConnection, store: Store | None, schema: str) -> bool:
+    """Asked before reading the table: letting the query fail costs milliseconds in a store of many
+    partitions (DuckDB's error lists similar names from the whole catalog)."""
+    key = (str(store.path), *store_state(store), schema) if store is not None else None
+    found = _HAS_VECTORS.get(key) if key else None
+    if found is None:
+        found = has_vectors_table(cur, schema)
+        if key:
+            _HAS_VECTORS.put(key, found)
+    return bool(found)
 
 
 def entity_card(
-    cur: duckdb.DuckDBPyConnection, schema: str, query_text: str, where: str, params: list[object]
+    cur: duckdb.DuckDBPyConnection, schema: str, query_text: str, where: str, params: list[object],
+    store: Store | None = None,
 ) -> EntityCard | None:
     """The card of the entity the query names exactly, or None: also when none of its facts is
     current and readable by this principal (a denied entity is absent), and when the lookup fails
@@ -103,7 +128,7 @@ def entity_card(
     if not 0 < len(words(query_text)) <= MAX_ENTITY_WORDS:
         return None  # an exact match needs the whole query to be a name: a sentence never is
     try:
-        names = entity_names(cur, schema)
+        names = entity_names(cur, schema, store)
         name = match_entity(query_text, names)
         if name is None:
             return None
@@ -189,7 +214,9 @@ def _apply_stages(
     vector_note = None
     if wants_vectors and cands:
         vectors = _indexed_vectors(store, schema, cands, vector_indexes)
-        if vectors is None:
+        if vectors is None and not _vectors_table_exists(cur, store, schema):
+            vector_note = "no stored embeddings in this workspace yet (the stages that need them fell back)"
+        elif vectors is None:
             vectors, vector_note = load_vectors(cur, schema, [c.rid for c in cands])
     qvec = None
     qvec_note = None

@@ -49,6 +49,7 @@ class Store:
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self.generation = 0  # bumped on every committed change; caches key on it
+        self._partitions: dict[tuple[str, str], str] = {}
         if not read_only:
             with self.transaction() as cur:
                 migrate_store(cur)
@@ -92,11 +93,18 @@ class Store:
         return self.partition(principal.org, principal.workspace)
 
     def partition(self, org: str, workspace: str) -> str | None:
+        # A partition's schema never changes once created, so a found one is cached for good (every
+        # recall asks, and in a store of many workspaces the catalog makes each query dearer).
+        known = self._partitions.get((org, workspace))
+        if known is not None:
+            return known
         row = (
             self.cursor()
             .execute("SELECT schema_name FROM main.partitions WHERE org = ? AND workspace = ?", [org, workspace])
             .fetchone()
         )
+        if row:
+            self._partitions[(org, workspace)] = str(row[0])
         return row[0] if row else None
 
     def ensure_partition(self, cur: duckdb.DuckDBPyConnection, org: str, workspace: str) -> str:
