@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recallfs.ranking.pipeline import StageConfig
 from recallfs.ranking.provenance import DEFAULT_WEIGHTS, format_weights, parse_weights
+from recallfs.ranking.stage_config import StageConfig
 
 _STAGES = StageConfig()  # the shipped stage defaults: the settings' defaults are its fields
 

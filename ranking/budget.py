@@ -16,9 +16,8 @@ import numpy as np
 
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.similarity import Vector, common_dim, jaccard, unit_rows, usable
+from recallfs.ranking.stage_config import DEFAULT_LAMBDA
 from recallfs.ranking.text import estimate_tokens, words
-
-DEFAULT_LAMBDA = 0.7
 
 
 def budget_select(

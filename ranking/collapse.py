@@ -23,9 +23,8 @@ import numpy as np
 from recallfs.ranking.candidates import Candidate, absorb, ordered
 from recallfs.ranking.provenance import provenance_key
 from recallfs.ranking.similarity import Vector, common_dim, unit_rows, usable
+from recallfs.ranking.stage_config import DEFAULT_THRESHOLD
 from recallfs.ranking.text import content_words, fold
-
-DEFAULT_THRESHOLD = 0.9
 
 
 def collapse_near_duplicates(

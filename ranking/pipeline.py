@@ -10,74 +10,23 @@ candidates back with notes on what each stage did and how long it took.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from recallfs.ranking.bonuses import metadata_bonus
-from recallfs.ranking.budget import DEFAULT_LAMBDA, budget_select
+from recallfs.ranking.budget import budget_select
 from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.collapse import DEFAULT_THRESHOLD, collapse_near_duplicates
+from recallfs.ranking.collapse import collapse_near_duplicates
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
-from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS, dampen_recency
+from recallfs.ranking.recency import dampen_recency
 from recallfs.ranking.rerank import rerank
 from recallfs.ranking.similarity import Vector
+from recallfs.ranking.stage_config import RECENCY_MODES, STAGES, StageConfig
 from recallfs.ranking.temporal import temporal_intent, time_anchor
 
-RECENCY_MODES = ("off", "auto", "on")
-# The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "rerank", "collapse", "bonuses", "recency", "mmr", "min_score")
-
-
-@dataclass(frozen=True, slots=True)
-class StageConfig:
-    """Which shaping stages run, and their knobs. The defaults are the shipped pipeline."""
-
-    dedup: bool = True
-    rerank: bool = False
-    rerank_mix: float = 0.5           # weight of the cosine in the blended score
-    rerank_budget_ms: float = 50.0    # past this the fused order is kept
-    collapse: bool = True
-    collapse_threshold: float = DEFAULT_THRESHOLD
-    recency: str = "auto"             # off | auto (on for temporal intent or recent:) | on
-    half_life_days: float = DEFAULT_HALF_LIFE_DAYS
-    mmr: bool = True                  # with budget:N, choose by MMR diversity (False: by score only)
-    mmr_lambda: float = DEFAULT_LAMBDA
-    min_score: float = 0.0
-    tag_bonus: float = 0.0            # 0 is off
-    kind_bonus: float = 0.0           # 0 is off
-    entity_first: bool = True         # exact entity match puts the entity's card first
-
-    def __post_init__(self) -> None:
-        if self.recency not in RECENCY_MODES:
-            raise ValueError(f"recency must be one of {', '.join(RECENCY_MODES)}, not {self.recency!r}")
-        if not 0.0 <= self.rerank_mix <= 1.0:
-            raise ValueError("rerank_mix must lie in 0..1")
-        if not 0.0 <= self.mmr_lambda <= 1.0:
-            raise ValueError("mmr_lambda must lie in 0..1")
-        if not -1.0 <= self.collapse_threshold <= 1.0:
-            raise ValueError("collapse_threshold is a cosine: it must lie in -1..1")
-        if self.half_life_days <= 0:
-            raise ValueError("half_life_days must be positive")
-
-    def replace(self, **changes: Any) -> StageConfig:
-        return dataclasses.replace(self, **changes)
-
-    def toggled(self, stage: str) -> StageConfig:
-        """The config with one stage of STAGES flipped: what --ablate measures, row by row."""
-        if stage == "recency":
-            return self.replace(recency="off" if self.recency != "off" else "auto")
-        if stage == "bonuses":
-            on = self.tag_bonus > 0 or self.kind_bonus > 0
-            return self.replace(tag_bonus=0.0 if on else 0.1, kind_bonus=0.0 if on else 0.1)
-        if stage == "min_score":
-            return self.replace(min_score=0.0 if self.min_score > 0 else 0.05)
-        if stage in ("dedup", "rerank", "collapse", "mmr"):
-            return self.replace(**{stage: not getattr(self, stage)})
-        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+__all__ = ["RECENCY_MODES", "STAGES", "Shaped", "StageConfig", "shape"]
 
 
 @dataclass(slots=True)
