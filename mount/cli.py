@@ -343,6 +343,7 @@ def _start_warmup(args: argparse.Namespace) -> None:
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     from recallfs.query.embedder import embedder_from_settings
+    from recallfs.query.ingest_file import embed_bar
     from recallfs.query.vectors import VectorError, ensure_indexes, reindex
 
     cfg = resolve_settings(args)
@@ -351,25 +352,12 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     with store:
         if not embedder.wait_ready():
             raise CliError(f"cannot reindex: {embedder.problem}")
-        bar: Any = None
-        progress = None
-        if sys.stderr.isatty() and not args.no_progress:
-            from tqdm import tqdm
-
-            def progress(done: int, total: int) -> None:
-                nonlocal bar
-                if bar is None:
-                    bar = tqdm(total=total, unit="row", desc="embed", file=sys.stderr)
-                bar.update(done - bar.n)
-
-        try:
-            report = reindex(store, embedder, force=args.force, progress=progress)
-            indexes = ensure_indexes(store)
-        except VectorError as exc:
-            raise CliError(str(exc)) from None
-        finally:
-            if bar is not None:
-                bar.close()
+        with embed_bar(not args.no_progress) as progress:
+            try:
+                report = reindex(store, embedder, force=args.force, progress=progress)
+                indexes = ensure_indexes(store)
+            except VectorError as exc:
+                raise CliError(str(exc)) from None
     print(f"reindexed {cfg['store']}: {report.embedded} memories embedded with {report.model} "
           f"({report.dim}-d); {indexes} FAISS indexes up to date")
     if not cfg["semantic"]:

@@ -12,6 +12,7 @@ import itertools
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,13 @@ class LruCache:
                 self._items.move_to_end(key)
             return value
 
+    def get_or_compute(self, key: Any, compute: Callable[[], Any]) -> Any:
+        hit = self.get(key)
+        if hit is None:
+            hit = compute()
+            self.put(key, hit)
+        return hit
+
     def put(self, key: Any, value: Any) -> None:
         with self._lock:
             self._items[key] = value
@@ -68,12 +76,10 @@ _ALLOWED = LruCache(128)
 def allowed_rids(store: Store, schema: str, table: str, where: str, params: list[object]) -> np.ndarray:
     """The sorted rids of `schema.table` that satisfy `where` (the gate's scope clause over alias `m`).
     Both arms restrict their search to these before ranking, so a filter never empties a top-k."""
-    key = (str(store.path), *store_state(store), schema, table, where, repr(params))
-    hit = _ALLOWED.get(key)
-    if hit is not None:
-        return hit
-    res = store.cursor().execute(f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchnumpy()
-    rids = np.sort(np.asarray(res["rid"], dtype=np.int64))
-    rids.setflags(write=False)  # shared between threads and callers
-    _ALLOWED.put(key, rids)
-    return rids
+    def compute() -> np.ndarray:
+        res = store.cursor().execute(f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchnumpy()
+        rids = np.sort(np.asarray(res["rid"], dtype=np.int64))
+        rids.setflags(write=False)  # shared between threads and callers
+        return rids
+
+    return _ALLOWED.get_or_compute((str(store.path), *store_state(store), schema, table, where, repr(params)), compute)

@@ -87,7 +87,7 @@ def embed_new_rows(
         return 0
     schemas = [s for s in (store.partition(o, w) for o, w in sorted(report.partitions)) if s]
     try:
-        with _embed_bar(bar) as bar_progress:
+        with embed_bar(bar) as bar_progress:
             done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress)
     except (ModelMissingError, EmbedderError) as exc:
         log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
@@ -120,7 +120,7 @@ def _check_model(store: Store, embedder: Any) -> None:
 
 
 @contextmanager
-def _embed_bar(enabled: bool) -> Iterator[Progress | None]:
+def embed_bar(enabled: bool) -> Iterator[Progress | None]:
     if not enabled or not sys.stderr.isatty():
         yield None
         return

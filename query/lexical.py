@@ -63,13 +63,6 @@ def build_fts(cur: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
     return watermark
 
 
-def fts_watermark(cur: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
-    row = cur.execute(
-        "SELECT built_max_rid FROM main.fts_state WHERE schema_name = ? AND tbl = ?", [schema, table]
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
 @dataclass(frozen=True)
 class IndexState:
     """What the FTS index of one table covers, for one store generation."""
@@ -84,28 +77,25 @@ _STEMS = LruCache(1024)
 
 
 def index_state(store: Store, schema: str, table: str) -> IndexState:
-    key = (str(store.path), *store_state(store), schema, table)
-    hit = _STATE.get(key)
-    if hit is None:
+    def compute() -> IndexState:
         cur = store.cursor()
         row = cur.execute(
             "SELECT built_max_rid, built_at FROM main.fts_state WHERE schema_name = ? AND tbl = ?", [schema, table]
         ).fetchone()
         top = cur.execute(f"SELECT coalesce(max(rid), 0) FROM {schema}.{table}").fetchone()
-        hit = IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
-        _STATE.put(key, hit)
-    return hit
+        return IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
+
+    return _STATE.get_or_compute((str(store.path), *store_state(store), schema, table), compute)
 
 
 def index_stems(cur: duckdb.DuckDBPyConnection, fts: str, text: str) -> list[str]:
     """The query's distinct terms as the index holds them: DuckDB's own tokenizer and Porter stemmer,
     so query and documents are cut the same way. Every index is built with the same options."""
-    hit = _STEMS.get(text)
-    if hit is None:
+    def compute() -> list[str]:
         rows = cur.execute(f"SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t", [text]).fetchall()
-        hit = sorted(str(r[0]) for r in rows if r[0])
-        _STEMS.put(text, hit)
-    return hit
+        return sorted(str(r[0]) for r in rows if r[0])
+
+    return _STEMS.get_or_compute(text, compute)
 
 
 def search(

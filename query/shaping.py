@@ -96,26 +96,22 @@ def entity_names(cur: duckdb.DuckDBPyConnection, schema: str, store: Store | Non
     """Every entity named by a fact in the partition. Unscoped, so never shown as such: a name only
     leads to a card through `entity_card`, whose query carries the scope clause. Cached per store
     generation when the store is given."""
-    key = (str(store.path), *store_state(store), schema) if store is not None else None
-    names = _ENTITY_NAMES.get(key) if key else None
-    if names is None:
+    def compute() -> list[str]:
         rows = cur.execute(f"SELECT DISTINCT entity FROM {schema}.facts WHERE entity IS NOT NULL").fetchall()
-        names = [str(r[0]) for r in rows]
-        if key:
-            _ENTITY_NAMES.put(key, names)
-    return names
+        return [str(r[0]) for r in rows]
+
+    if store is None:
+        return compute()
+    return _ENTITY_NAMES.get_or_compute((str(store.path), *store_state(store), schema), compute)
 
 
 def _vectors_table_exists(cur: duckdb.DuckDBPyConnection, store: Store | None, schema: str) -> bool:
     """Asked before reading the table: letting the query fail costs milliseconds in a store of many
     partitions (DuckDB's error lists similar names from the whole catalog)."""
-    key = (str(store.path), *store_state(store), schema) if store is not None else None
-    found = _HAS_VECTORS.get(key) if key else None
-    if found is None:
-        found = has_vectors_table(cur, schema)
-        if key:
-            _HAS_VECTORS.put(key, found)
-    return bool(found)
+    if store is None:
+        return has_vectors_table(cur, schema)
+    return bool(_HAS_VECTORS.get_or_compute((str(store.path), *store_state(store), schema),
+                                            lambda: has_vectors_table(cur, schema)))
 
 
 def entity_card(

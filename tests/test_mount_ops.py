@@ -14,6 +14,7 @@ import pyfuse3
 import pytest
 import trio
 from mount_helpers import AGENT, SAMPLE, SAMPLE_FACT_IDS
+from ops_helpers import listing, lookup_path, read_all
 
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import GuardedStore, LoopThreadError
@@ -43,30 +44,6 @@ def ops(tmp_path: Path):
     yield ops
     store.loop_thread = None
     store.close()
-
-
-async def lookup_path(ops: MountOps, path: str) -> int:
-    ino = ROOT
-    for part in [p for p in path.split("/") if p]:
-        ino = (await ops.lookup(ino, os.fsencode(part))).st_ino
-    return ino
-
-
-async def listing(ops: MountOps, ino: int) -> list[str]:
-    fh = await ops.opendir(ino)
-    names = [e.name for e in ops.dirs[fh][1]]
-    await ops.releasedir(fh)
-    return names
-
-
-async def read_all(ops: MountOps, ino: int) -> bytes:
-    fh = (await ops.open(ino, os.O_RDONLY)).fh
-    chunks, off = [], 0
-    while chunk := await ops.read(fh, off, 4096):
-        chunks.append(chunk)
-        off += len(chunk)
-    await ops.release(fh)
-    return b"".join(chunks)
 
 
 def errno_of(excinfo: pytest.ExceptionInfo) -> int:

@@ -5,12 +5,11 @@ history/ keeps A, B and C; the daemon's recall/ directories and control socket u
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 
-import pyfuse3
 import pytest
+from ops_helpers import listing, lookup_path, read_all
 
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import GuardedStore
@@ -63,30 +62,6 @@ def ops_factory(tmp_path: Path):
     for ops in made:
         ops.store.loop_thread = None
         ops.store.close()
-
-
-async def lookup_path(ops: MountOps, path: str) -> int:
-    ino = pyfuse3.ROOT_INODE
-    for part in [p for p in path.split("/") if p]:
-        ino = (await ops.lookup(ino, os.fsencode(part))).st_ino
-    return ino
-
-
-async def listing(ops: MountOps, ino: int) -> list[str]:
-    fh = await ops.opendir(ino)
-    names = [e.name for e in ops.dirs[fh][1]]
-    await ops.releasedir(fh)
-    return names
-
-
-async def read_all(ops: MountOps, ino: int) -> bytes:
-    fh = (await ops.open(ino, os.O_RDONLY)).fh
-    chunks, off = [], 0
-    while chunk := await ops.read(fh, off, 4096):
-        chunks.append(chunk)
-        off += len(chunk)
-    await ops.release(fh)
-    return b"".join(chunks)
 
 
 async def recall_json(ops: MountOps, query: str) -> dict:
