@@ -639,7 +639,8 @@ class Browser:
         cfg = self.recall_settings
         result = recall(self.store, self.principal, query, k=int(cfg.get("k", 10)), semantic=self.semantic,
                         candidates=int(cfg.get("candidates", 100)), rrf_k=int(cfg.get("rrf_k", 60)),
-                        weights=cfg.get("weights"), stages=cfg.get("stages"))  # from the settings
+                        weights=cfg.get("weights"), stages=cfg.get("stages"),  # from the settings
+                        fusion=str(cfg.get("fusion", "calibrated")))
         self.last_recall_degraded = result.degraded_reason if result.degraded else None
         width = max(2, len(str(result.offset + len(result.hits))))
         entries: list[Entry] = []

@@ -57,6 +57,26 @@ class Postings:
         return scores
 
 
+    def term_maxima(self, stems: list[str]) -> list[float]:
+        """The highest BM25 weight each of these stems reaches in any doc (0 for an unknown stem)."""
+        out = []
+        for stem in stems:
+            t = self.vocab.get(stem)
+            lo, hi = (self.starts[t], self.starts[t + 1]) if t is not None else (0, 0)
+            out.append(float(self.weights[lo:hi].max()) if hi > lo else 0.0)
+        return out
+
+    def scores_of(self, rids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """The entries of a `score()` array for these rids (0 where the index does not hold a rid)."""
+        out = np.zeros(len(rids), dtype=np.float64)
+        if len(self.rids) == 0 or len(rids) == 0:
+            return out
+        pos = np.minimum(np.searchsorted(self.rids, rids), len(self.rids) - 1)
+        held = self.rids[pos] == rids
+        out[held] = scores[pos[held]]
+        return out
+
+
 def load_postings(cur: duckdb.DuckDBPyConnection, fts: str) -> Postings:
     """Read DuckDB's FTS tables of schema `fts` into memory, with match_bm25's weights."""
     stats = cur.execute(f"SELECT num_docs, avgdl FROM {fts}.stats").fetchone()

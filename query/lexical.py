@@ -2,8 +2,8 @@
 seen yet (the FTS index does not update on insert; it is rebuilt after ingest). BM25 is scored in
 memory from the index's tables (query/bm25_memory.py), among the rows the caller may read.
 
-Returns row ids only. Query text never reaches SQL as syntax: it is reduced to plain terms, which
-are bound as parameters.
+Returns row ids only (with their calibrated scores, for fusion: ranking/calibration.py). Query text
+never reaches SQL as syntax: it is reduced to plain terms, which are bound as parameters.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
+import numpy as np
 
 from recallfs.query.bm25_memory import POSTINGS, top_k
 from recallfs.query.derived import LruCache, allowed_rids, store_state
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
+from recallfs.ranking.calibration import lexical_ceiling, lexical_score, term_fraction
 
 MAX_TERMS = 32  # a 10 kB query is cut to its first distinct terms; BM25 cost grows with each term
 # Letters and digits in any script are kept, so non-ASCII text is indexed rather than dropped.
@@ -110,31 +112,75 @@ def search(
 ) -> list[int]:
     """Ranked rids for `terms` among the rows that satisfy `where` (an authorization/filter clause
     over alias `m`). BM25 over indexed rows, then unindexed rows by how many terms they contain."""
+    return list(search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit))
+
+
+def search_calibrated(
+    store: Store,
+    schema: str,
+    table: str,
+    terms: list[str],
+    *,
+    where: str,
+    params: list[object],
+    limit: int,
+) -> dict[int, float]:
+    """search(), with each rid's calibrated lexical score (ranking/calibration.py), best first.
+
+    Indexed rows score BM25 over the query's ceiling; rows above the watermark, found by substring,
+    score the share of the query's terms they contain."""
     if not terms:
-        return []
+        return {}
     cur = store.cursor()
     state = index_state(store, schema, table)
-    ranked: list[int] = []
+    ranked: dict[int, float] = {}
     if state.watermark > 0:
         fts = fts_schema(schema, table)
         postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
-        scores = postings.score(index_stems(cur, fts, " ".join(terms)))
+        stems = index_stems(cur, fts, " ".join(terms))
+        scores = postings.score(stems)
         if scores.any():
             allowed = postings.positions_of(allowed_rids(store, schema, table, where, params))
-            ranked = top_k(scores, postings.rids, allowed, limit)
+            ceiling = lexical_ceiling(postings.term_maxima(stems), len(stems))
+            top = top_k(scores, postings.rids, allowed, limit)
+            raw = postings.scores_of(np.array(top, dtype=np.int64), scores)
+            ranked = {rid: lexical_score(float(b), ceiling) for rid, b in zip(top, raw, strict=True)}
     # Rows above the watermark are not in the index yet. When the index finds nothing at all
     # (a word split differently, e.g. in scripts written without spaces), scan everything by substring.
     floor = state.watermark if ranked else 0
     fresh = _search_fresh(cur, schema, table, terms, floor, where, params, limit) if state.max_rid > floor else []
-    if fresh:
-        # Interleave so fresh rows are visible at once without pushing out the best indexed ones.
-        merged: list[int] = []
-        for pair in zip(ranked, fresh, strict=False):
-            merged.extend(pair)
-        longer = ranked if len(ranked) > len(fresh) else fresh
-        merged.extend(longer[min(len(ranked), len(fresh)):])
-        ranked = merged[:limit]
-    return ranked
+    if not fresh:
+        return ranked
+    # Interleave so fresh rows are visible at once without pushing out the best indexed ones.
+    merged: list[tuple[int, float]] = []
+    indexed = list(ranked.items())
+    fresh_scored = [(rid, term_fraction(matched, len(terms))) for rid, matched in fresh]
+    for pair in zip(indexed, fresh_scored, strict=False):
+        merged.extend(pair)
+    longer = indexed if len(indexed) > len(fresh_scored) else fresh_scored
+    merged.extend(longer[min(len(indexed), len(fresh_scored)):])
+    return dict(merged[:limit])
+
+
+def score_indexed(
+    store: Store, schema: str, table: str, terms: list[str], rids: list[int]
+) -> dict[int, float]:
+    """Calibrated lexical scores of these (already authorized) rows, from the index only: a row the
+    other arm found, scored for fusion. Rows outside the index, or matching no term, are left out."""
+    if not terms or not rids:
+        return {}
+    cur = store.cursor()
+    state = index_state(store, schema, table)
+    if state.watermark <= 0:
+        return {}
+    fts = fts_schema(schema, table)
+    postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
+    stems = index_stems(cur, fts, " ".join(terms))
+    scores = postings.score(stems)
+    ceiling = lexical_ceiling(postings.term_maxima(stems), len(stems))
+    wanted = np.array(sorted(set(rids)), dtype=np.int64)
+    raw = postings.scores_of(wanted, scores)
+    return {int(rid): lexical_score(float(b), ceiling) for rid, b in zip(wanted, raw, strict=True) if b > 0}
 
 
 def _search_fresh(
@@ -146,16 +192,17 @@ def _search_fresh(
     where: str,
     params: list[object],
     limit: int,
-) -> list[int]:
+) -> list[tuple[int, int]]:
+    """(rid, number of terms it contains), most first."""
     # strip_accents(lower(...)) mirrors fold(); each term is a bound LIKE pattern, escaped.
     patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
     hits = " + ".join(
         "CASE WHEN strip_accents(lower(m.search_text)) LIKE ? ESCAPE '\\' THEN 1 ELSE 0 END" for _ in patterns
     )
     rows = cur.execute(
-        f"""SELECT rid FROM (
+        f"""SELECT rid, matched FROM (
                 SELECT m.rid, ({hits}) AS matched FROM {schema}.{table} m WHERE m.rid > ? AND {where})
             WHERE matched > 0 ORDER BY matched DESC, rid DESC LIMIT ?""",
         [*patterns, floor, *params, limit],
     ).fetchall()
-    return [int(r[0]) for r in rows]
+    return [(int(r[0]), int(r[1])) for r in rows]

@@ -7,27 +7,30 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from recallfs.query.derived import LruCache, store_state
 from recallfs.query.gate import authorize_in_store, scope_clause
-from recallfs.query.lexical import query_terms
+from recallfs.query.lexical import query_terms, score_indexed, search_calibrated
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions, parse_query
 from recallfs.query.shaping import EntityCard, apply_stages, entity_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.fusion import list_key, rrf
+from recallfs.ranking.fusion import calibrated, list_key, rrf
 from recallfs.ranking.pipeline import StageConfig
 from recallfs.scope.principal import Principal
 
 log = logging.getLogger("recallfs.recall")
 
 ARMS = ("lexical", "semantic", "fused")
+# How the fused arm combines the two: calibrated scores (the default, chosen by the ablation in
+# developer-notes/ranking.md) or reciprocal ranks. Single arms are ordered by their own ranking either way.
+FUSIONS = ("calibrated", "rrf")
 HIT_COLUMNS = (
     "rid", "id", "version", "kind", "content", "session", "source_id", "source", "created_at", "tags", "refs",
     "agent", "visibility", "speaker", "seq", "entity", "slot", "title", "caption", "status",
@@ -47,6 +50,13 @@ class SemanticArm(Protocol):
     ) -> list[int]:
         """Ranked rids; raises on failure (recall contains it). `alone`: no lexical arm runs beside it
         (the arm may then keep weaker neighbours than it would offer to fusion)."""
+        ...
+
+    def search_calibrated(
+        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
+        *, also: Sequence[int] = (),
+    ) -> dict[int, float]:
+        """{rid: calibrated score in 0..1} of its own hits and of `also` (rows another arm found)."""
         ...
 
 
@@ -164,11 +174,16 @@ def recall(
     weights: dict[str, float] | None = None,
     now: datetime | None = None,
     stages: StageConfig | None = None,
+    fusion: str = "calibrated",
 ) -> RecallResult:
-    """`weights`: provenance weights for fusion (None: the defaults in ranking.provenance; {}: equal).
-    `stages`: which shaping stages run (None: the shipped defaults, see ranking.pipeline.StageConfig)."""
+    """`weights`: provenance weights (None: the defaults in ranking.provenance of the fusion that runs,
+    DEFAULT_WEIGHTS for calibrated, RANK_WEIGHTS for rank fusion and single arms; {}: equal).
+    `stages`: which shaping stages run (None: the shipped defaults, see ranking.pipeline.StageConfig).
+    `fusion`: how the fused arm combines its arms (FUSIONS)."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {', '.join(ARMS)}")
+    if fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
     timer = _Timer()
     t_start = time.perf_counter()
     parsed = parse_query(query, now=now)
@@ -204,51 +219,76 @@ def recall(
     lists: dict[str, list[int]] = {}
     tables: dict[int, str] = {}
 
-    if arm in ("lexical", "fused"):
-        if not terms:
-            notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
-        for table in MEMORY_TABLES:
-            try:
-                rids = timer.run(
-                    "lexical",
-                    lambda table=table: lexical_search(
-                        store, schema, table, terms, where=where, params=params, limit=candidates
-                    ),
-                )
-            except Exception as exc:  # an arm failure empties that arm only
-                log.exception("lexical arm failed on %s", table)
-                notes.append(f"lexical arm failed on {table}: {type(exc).__name__}")
-                rids = []
-            lists[list_key("lexical", table)] = rids
-            tables.update((rid, table) for rid in rids)
+    if not terms and arm in ("lexical", "fused"):
+        notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
+    want_lexical = arm in ("lexical", "fused")
+    run_semantic = want_semantic and semantic is not None and not result.degraded and bool(parsed.text.strip())
 
-    if want_semantic and semantic is not None and not result.degraded and parsed.text.strip():
+    def lexical_arm(table: str, fn: Callable[[], Any], empty: Any) -> Any:
+        try:
+            return timer.run("lexical", fn)
+        except Exception as exc:  # an arm failure empties that arm only
+            log.exception("lexical arm failed on %s", table)
+            notes.append(f"lexical arm failed on {table}: {type(exc).__name__}")
+            return empty
+
+    def semantic_arm(table: str, fn: Callable[[], Any], empty: Any) -> Any:
+        try:
+            return timer.run("semantic", fn)
+        except TimeoutError as exc:
+            result.degraded, result.degraded_reason = True, "timeout"
+            notes.append(f"semantic arm: {exc}; answered from the lexical arm")
+        except Exception as exc:
+            log.exception("semantic arm failed on %s", table)
+            result.degraded, result.degraded_reason = True, "error"
+            notes.append(f"semantic arm failed on {table}: {exc or type(exc).__name__}")
+        return empty
+
+    if arm == "fused" and fusion == "calibrated":
+        scores: dict[str, dict[int, float]] = {}
         for table in MEMORY_TABLES:
-            if result.degraded:
-                break  # one failure degrades the arm: the other tables would only fail or wait again
-            try:
-                rids = timer.run(
-                    "semantic",
-                    lambda table=table: semantic.search(
-                        store, schema, table, parsed.text, where, params, candidates, alone=arm == "semantic"
-                    ),
-                )
-            except TimeoutError as exc:
-                result.degraded, result.degraded_reason = True, "timeout"
-                notes.append(f"semantic arm: {exc}; answered from the lexical arm")
-                rids = []
-            except Exception as exc:
-                log.exception("semantic arm failed on %s", table)
-                result.degraded, result.degraded_reason = True, "error"
-                notes.append(f"semantic arm failed on {table}: {exc or type(exc).__name__}")
-                rids = []
-            lists[list_key("semantic", table)] = rids
-            tables.update((rid, table) for rid in rids)
-        if result.degraded:  # all or nothing: a degraded answer carries no semantic hits
+            found = lexical_arm(table, lambda table=table: search_calibrated(
+                store, schema, table, terms, where=where, params=params, limit=candidates), {})
+            scores[list_key("lexical", table)] = found
+            tables.update((rid, table) for rid in found)
+        if run_semantic:
+            assert semantic is not None
             for table in MEMORY_TABLES:
-                lists.pop(list_key("semantic", table), None)
-
-    fused: list[Candidate] = timer.run("fusion", lambda: rrf(lists, tables, weights=weights, k=rrf_k))
+                if result.degraded:
+                    break  # one failure degrades the arm: the other tables would only fail or wait again
+                lex = scores[list_key("lexical", table)]
+                found = semantic_arm(table, lambda table=table, lex=lex: semantic.search_calibrated(
+                    store, schema, table, parsed.text, where, params, candidates, also=list(lex)), {})
+                scores[list_key("semantic", table)] = found
+                tables.update((rid, table) for rid in found)
+                # The lexical side of rows only the semantic arm found: fusion weighs both arms for every row.
+                unseen = [rid for rid in found if rid not in lex]
+                lex.update(lexical_arm(table, lambda table=table, unseen=unseen: score_indexed(
+                    store, schema, table, terms, unseen), {}))
+            if result.degraded:  # all or nothing: a degraded answer carries no semantic scores
+                for table in MEMORY_TABLES:
+                    scores.pop(list_key("semantic", table), None)
+        fused: list[Candidate] = timer.run("fusion", lambda: calibrated(scores, tables, weights=weights))
+    else:
+        if want_lexical:
+            for table in MEMORY_TABLES:
+                rids = lexical_arm(table, lambda table=table: lexical_search(
+                    store, schema, table, terms, where=where, params=params, limit=candidates), [])
+                lists[list_key("lexical", table)] = rids
+                tables.update((rid, table) for rid in rids)
+        if run_semantic:
+            assert semantic is not None
+            for table in MEMORY_TABLES:
+                if result.degraded:
+                    break
+                rids = semantic_arm(table, lambda table=table: semantic.search(
+                    store, schema, table, parsed.text, where, params, candidates, alone=arm == "semantic"), [])
+                lists[list_key("semantic", table)] = rids
+                tables.update((rid, table) for rid in rids)
+            if result.degraded:
+                for table in MEMORY_TABLES:
+                    lists.pop(list_key("semantic", table), None)
+        fused = timer.run("fusion", lambda: rrf(lists, tables, weights=weights, k=rrf_k))
 
     # The gate: nothing is loaded for an id the principal may not read.
     allowed: set[int] = set()
@@ -263,14 +303,23 @@ def recall(
         cand.created_at = row["created_at"]
         cand.id = row["id"]
         cand.content, cand.kind, cand.tags = row["content"], row["kind"], tuple(row["tags"] or ())
+        cand.session = row["session"]
     fused = ordered(fused)
     config = stages or StageConfig()
+    # The question-turn factor is a prior on calibrated scores, where 0.8 means "matches a fifth less";
+    # on reciprocal ranks (a single arm, or fusion=rrf) the same factor is worth some fifteen ranks.
+    rank_scores = not (arm == "fused" and fusion == "calibrated")
+    question_factor = config.question_weight
+    if rank_scores and question_factor < 1:
+        config = config.replace(question_weight=1.0)
     shaped = timer.run("shaping", lambda: apply_stages(
         cur, schema, fused, config, text=parsed.text, terms=terms, options=opts,
         semantic=semantic if want_semantic and not result.degraded else None, store=store,
         vector_indexes=getattr(semantic, "indexes", None)))
     fused = shaped.cands
     notes.extend(shaped.notes)
+    if rank_scores and question_factor < 1:
+        shaped.stages["questions"] = "off (rank-fused scores; the factor applies to calibrated fusion)"
     result.stages = shaped.stages
     timer.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
     if config.entity_first and parsed.text.strip():

@@ -8,8 +8,11 @@ model is still loading), `model-missing`, `timeout` (the query embedding overran
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from recallfs.query.embedder import Embedder, embedder_from_settings
 from recallfs.query.store import Store
@@ -20,6 +23,7 @@ from recallfs.query.vectors import (
     mismatch_message,
     shared_indexes,
 )
+from recallfs.ranking.calibration import semantic_score, similarity_z
 
 # Below this cosine a neighbour is noise whatever the collection: without a floor the arm would
 # return its `limit` nearest rows for any query at all (padding). MiniLM puts unrelated sentences at
@@ -33,6 +37,10 @@ MIN_COSINE = 0.2
 # and figures are in developer-notes/semantic-arm.md.
 FUSED_MIN_Z = 2.5
 ALONE_MIN_Z = 2.0
+# Calibrated fusion needs a background even in a partition too small to sample one (under
+# BACKGROUND_MIN rows): MiniLM's typical similarity between unrelated memories, as measured on the
+# demo set's partitions (mean 0.05..0.2, sd 0.07..0.13).
+PRIOR_MEAN, PRIOR_SD = 0.1, 0.1
 
 
 @dataclass(slots=True)
@@ -118,6 +126,50 @@ class SemanticSearch:
             floor = (mean + (ALONE_MIN_Z if alone else self.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
             found = [(rid, score) for rid, score in found if score >= floor]
         return [SemanticHit(rid, score) for rid, score in found]
+
+    def search_calibrated(
+        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
+        *, also: Sequence[int] = (),
+    ) -> dict[int, float]:
+        """For calibrated fusion: {rid: score in 0..1} (ranking/calibration.semantic_score) of the nearest
+        `limit` readable rows that clear the cosine floor and stand out from the background at all
+        (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
+        already authorized) that clear it. Raises as search_scored() does."""
+        if not self.enabled or self.embedder is None:
+            return {}
+        stored = self.indexes.stored(store)
+        if stored is None:
+            self._require_vectors(store, schema, table)
+            return {}
+        qvec = self.embedder.embed_query(query, budget_ms=self.budget_ms)
+        if stored.model != self.embedder.model_id or stored.dim != len(qvec):
+            raise ModelMismatchError(mismatch_message(stored, self.embedder.model_id, len(qvec)))
+        if self.indexes.index_for(store, schema, table, stored).ntotal == 0:
+            self._require_vectors(store, schema, table)
+            return {}
+        sample = self.indexes.background(store, schema, stored, where, params)
+        if sample is not None:
+            sims = sample @ qvec
+            mean, sd = float(sims.mean()), max(float(sims.std()), 1e-6)
+        else:
+            mean, sd = PRIOR_MEAN, PRIOR_SD
+        found = self.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
+                                    stored=stored)
+        out: dict[int, float] = {}
+        for rid, score01 in found:
+            cosine = 2.0 * score01 - 1.0
+            calibrated = semantic_score(similarity_z(cosine, mean, sd))
+            if score01 >= self.min_score and calibrated > 0:
+                out[rid] = calibrated
+        extra = [rid for rid in also if rid not in out]
+        if extra:
+            vectors = self.indexes.stored_vectors(store, schema, {table: extra}) or {}
+            for rid, vec in vectors.items():
+                cosine = float(np.dot(vec, qvec))
+                calibrated = semantic_score(similarity_z(cosine, mean, sd))
+                if (cosine + 1.0) / 2.0 >= self.min_score and calibrated > 0:
+                    out[rid] = calibrated
+        return out
 
     def _require_vectors(self, store: Store, schema: str, table: str) -> None:
         """A table with memories but not one vector is not searchable: say so rather than answer

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recallfs.ranking.provenance import DEFAULT_WEIGHTS, format_weights, parse_weights
+from recallfs.ranking.provenance import DEFAULT_WEIGHTS, RANK_WEIGHTS, format_weights, parse_weights
 from recallfs.ranking.stage_config import StageConfig
 
 _STAGES = StageConfig()  # the shipped stage defaults: the settings' defaults are its fields
@@ -59,7 +59,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed_timeout_ms", 2000, "time budget for embedding one query before recall answers lexically"),
     Setting("warm_timeout_ms", 0, "how long a CLI recall waits for the model to load (0: wait until loaded)"),
     Setting("k", 10, "hits per recall page"),
-    Setting("rrf_k", 60, "the k constant of reciprocal rank fusion"),
+    Setting("fusion", "calibrated", "how fused recall combines its arms: calibrated (weighted sum of "
+            "calibrated arm scores) or rrf (reciprocal rank fusion)"),
+    Setting("rrf_k", 60, "the k constant of reciprocal rank fusion (fusion=rrf)"),
     Setting("candidates", 100, "candidates each arm contributes per table"),
     Setting("query_timeout_ms", 5000, "time limit for one DuckDB query"),
     Setting("max_rows", 5000, "row cap for one browse listing; larger listings say truncated"),
@@ -67,9 +69,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_level", "info", "daemon log level: debug, info, warning, error"),
     # Ranking: fusion weights and the shaping stages (ranking/pipeline.py StageConfig; the README's
     # ranking section has the ablation behind each default).
-    Setting("weights", format_weights(DEFAULT_WEIGHTS), "provenance weights for fusion, NAME=NUMBER,... "
-            "over tables, arms or arm:table lists (unnamed ones count 1; replaces the defaults); `equal`: all 1"),
+    Setting("weights", "default", "provenance weights, NAME=NUMBER,... over tables, arms or arm:table lists "
+            "(unnamed ones count 1; replaces the defaults); `equal`: all 1; `default`: "
+            f"{format_weights(DEFAULT_WEIGHTS)} for calibrated fusion, {format_weights(RANK_WEIGHTS)} for rank "
+            "fusion and single arms"),
     Setting("dedup", _STAGES.dedup, "identity dedup: one hit per memory however many arms found it"),
+    Setting("question_weight", _STAGES.question_weight, "score x this for a turn that only asks (ends in "
+            "'?'; 1: off)"),
+    Setting("session_weight", _STAGES.session_weight, "session evidence: a hit gains this x the best score "
+            "among hits of its session (0: off)"),
     Setting("rerank", _STAGES.rerank, "rerank by the cosine of the query and the stored embeddings"),
     Setting("rerank_mix", _STAGES.rerank_mix, "weight of the cosine in the reranked score (0..1)"),
     Setting("rerank_budget_ms", _STAGES.rerank_budget_ms,
@@ -87,8 +95,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("entity_first", _STAGES.entity_first, "a query that names an entity exactly shows its card first"),
 )
 # The settings that become StageConfig fields, by the same names.
-STAGE_SETTINGS = ("dedup", "rerank", "rerank_mix", "rerank_budget_ms", "collapse", "collapse_threshold", "recency",
-                  "half_life_days", "mmr", "mmr_lambda", "min_score", "tag_bonus", "kind_bonus", "entity_first")
+STAGE_SETTINGS = ("dedup", "question_weight", "session_weight", "rerank", "rerank_mix", "rerank_budget_ms", "collapse",
+                  "collapse_threshold", "recency", "half_life_days", "mmr", "mmr_lambda", "min_score", "tag_bonus",
+                  "kind_bonus", "entity_first")
 
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -116,8 +125,11 @@ def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] |
     return out
 
 
-def weights_from(text: str) -> dict[str, float]:
-    """The `weights` setting's text as a fusion weights mapping ({} is equal weights)."""
+def weights_from(text: str) -> dict[str, float] | None:
+    """The `weights` setting's text as a fusion weights mapping ({} is equal weights, None the defaults
+    of whichever fusion runs)."""
+    if text.strip().lower() == "default":
+        return None
     if text.strip().lower() == "equal":
         return {}
     try:
@@ -125,12 +137,12 @@ def weights_from(text: str) -> dict[str, float]:
     except ValueError as exc:
         raise ValueError(f"{setting('weights').env}: {exc}") from None
     if not weights:
-        raise ValueError(f"{setting('weights').env} is empty: give NAME=NUMBER pairs, or `equal`")
+        raise ValueError(f"{setting('weights').env} is empty: give NAME=NUMBER pairs, `equal` or `default`")
     return weights
 
 
 def ranking_kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The recall() keywords the settings decide: fusion weights, RRF k, candidates and the stages.
+    """The recall() keywords the settings decide: fusion and its weights, RRF k, candidates, the stages.
 
     The CLI, the mount's recall/ directories and its control socket all call recall() with these, so
     one setting means the same everywhere. Raises ValueError naming the variable when a value is bad."""
@@ -140,7 +152,10 @@ def ranking_kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"ranking settings (RECALLFS_*): {exc}") from None
     if int(cfg["rrf_k"]) < 1 or int(cfg["candidates"]) < 1:
         raise ValueError("RECALLFS_RRF_K and RECALLFS_CANDIDATES must be at least 1")
-    return {"weights": weights_from(str(cfg["weights"])), "stages": stages,
+    fusion = str(cfg.get("fusion", "calibrated")).strip().lower()
+    if fusion not in ("calibrated", "rrf"):
+        raise ValueError(f"RECALLFS_FUSION must be calibrated or rrf, not {cfg.get('fusion')!r}")
+    return {"weights": weights_from(str(cfg["weights"])), "stages": stages, "fusion": fusion,
             "rrf_k": int(cfg["rrf_k"]), "candidates": int(cfg["candidates"])}
 
 

@@ -24,6 +24,7 @@ class Candidate:
     content: str = ""
     kind: str = ""
     tags: tuple[str, ...] = ()
+    session: str | None = None  # the conversation the memory came from (None: not tied to one)
     # rids of other authorized rows folded into this hit by dedup or near-duplicate collapse
     merged: list[int] = field(default_factory=list)
 
@@ -32,7 +33,7 @@ class Candidate:
         return Candidate(
             rid=self.rid, table=self.table, score=self.score, arms=set(self.arms), ranks=dict(self.ranks),
             created_at=self.created_at, id=self.id, content=self.content, kind=self.kind, tags=self.tags,
-            merged=list(self.merged),
+            session=self.session, merged=list(self.merged),
         )
 
     def sort_key(self) -> tuple[float, float, str, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.provenance import split_list_name, weight_for
+from recallfs.ranking.provenance import RANK_WEIGHTS, split_list_name, weight_for
 
 RRF_K = 60
 
@@ -41,12 +41,14 @@ def rrf(
 ) -> list[Candidate]:
     """Fuse ranked lists of row ids. `lists` maps `arm:table` to rids, best first.
 
-    `weights` keys are lists, arms or tables (see ranking.provenance); None means the provenance
-    defaults, {} equal weights. A rid repeated inside one list counts once, at its best rank.
+    `weights` keys are lists, arms or tables (see ranking.provenance); None means RANK_WEIGHTS, {}
+    equal weights. A rid repeated inside one list counts once, at its best rank.
     Lists with weight 0 are ignored.
     """
     if k < 1:
         raise ValueError("the RRF k constant must be at least 1")
+    if weights is None:
+        weights = RANK_WEIGHTS
     fused: dict[int, Candidate] = {}
     for name, rids in lists.items():
         w = weight_for(name, weights)
@@ -67,6 +69,40 @@ def rrf(
             cand.arms.add(arm)
             cand.ranks[name] = rank
     bound = best_possible(list(lists), weights, k)
+    if bound > 0:
+        for cand in fused.values():
+            cand.score /= bound
+    return ordered(list(fused.values()))
+
+
+def calibrated(
+    scores: Mapping[str, Mapping[int, float]],
+    tables: Mapping[int, str],
+    *,
+    weights: Mapping[str, float] | None = None,
+) -> list[Candidate]:
+    """Fuse calibrated arm scores (ranking/calibration.py): a weighted sum per row.
+
+    `scores` maps `arm:table` to {rid: score in 0..1}; a row absent from a list scores 0 there. A row's
+    fused score is sum over lists of w(list) * score, over the best sum any row of the best-weighted
+    table could reach, so it lies in 0..1 like rrf()'s. A row every arm scores 0 is no match and is
+    dropped (no padding). `ranks` records each row's rank among that list's positive scores.
+    """
+    fused: dict[int, Candidate] = {}
+    for name, by_rid in scores.items():
+        w = weight_for(name, weights)
+        if w <= 0:
+            continue
+        arm = split_list_name(name)[0]
+        positive = sorted(((s, rid) for rid, s in by_rid.items() if s > 0), key=lambda p: (-p[0], -p[1]))
+        for rank, (s, rid) in enumerate(positive, start=1):
+            cand = fused.get(rid)
+            if cand is None:
+                cand = fused[rid] = Candidate(rid=rid, table=tables[rid])
+            cand.score += w * s
+            cand.arms.add(arm)
+            cand.ranks[name] = rank
+    bound = best_possible(list(scores), weights, 0)
     if bound > 0:
         for cand in fused.values():
             cand.score /= bound

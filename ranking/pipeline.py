@@ -1,6 +1,7 @@
 """The shaping stages in their fixed order (design.md section 4), each one switchable for ablation.
 
-    fused candidates -> identity dedup -> rerank (off) -> near-duplicate collapse (on)
+    fused candidates -> identity dedup -> question turns (x0.8) -> session evidence (on) -> rerank (off)
+      -> near-duplicate collapse (on)
       -> metadata bonuses (off) -> recency (neutral; auto on temporal intent)
       -> token budget + MMR (opt-in: budget:N) -> min_score -> tie-break
 
@@ -20,8 +21,10 @@ from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.collapse import collapse_near_duplicates
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
+from recallfs.ranking.questions import demote_questions
 from recallfs.ranking.recency import dampen_recency
 from recallfs.ranking.rerank import rerank
+from recallfs.ranking.session_evidence import session_evidence
 from recallfs.ranking.similarity import Vector
 from recallfs.ranking.stage_config import RECENCY_MODES, STAGES, StageConfig
 from recallfs.ranking.temporal import temporal_intent, time_anchor
@@ -81,6 +84,18 @@ def shape(
     if config.dedup:
         timed("dedup", lambda: dedup_identity(out.cands))
     out.stages["dedup"] = "on" if config.dedup else "off"
+
+    if config.question_weight < 1:
+        timed("questions", lambda: demote_questions(out.cands, config.question_weight))
+        out.stages["questions"] = f"question turns x{config.question_weight:g}"
+    else:
+        out.stages["questions"] = "off"
+
+    if config.session_weight > 0:
+        timed("session", lambda: session_evidence(out.cands, config.session_weight))
+        out.stages["session"] = f"on (weight {config.session_weight:g})"
+    else:
+        out.stages["session"] = "off"
 
     if config.rerank:
         def _rerank() -> list[Candidate]:

@@ -16,12 +16,17 @@ TABLE_PRIORITY: dict[str, int] = {"facts": 0, "summaries": 1, "turns": 2}
 # Keys: a table ("facts"), an arm ("semantic") or one list ("semantic:turns"). A list's weight is
 # its own key when present, else (arm weight) x (table weight), each 1.0 when absent.
 #
-# Chosen by the ablation (README, "Ranking"; developer-notes/ranking.md): on LoCoMo the evidence is in
-# turns, so any real table gradient costs recall (1 / 0.9 / 0.8 lost 4 points of turn R@10, 1 / 0.97 /
-# 0.94 still 1), while a gradient this shallow only orders hits of equal rank in their lists (a fact
-# before a summary before a turn) and beat equal weights on both LoCoMo subsets and the demo set. The
-# lexical arm at 0.7 keeps the semantic arm's lead where it is the stronger one (the demo set).
-DEFAULT_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.995, "turns": 0.99, "lexical": 0.7}
+# Chosen by the ablation (README, "Ranking"; developer-notes/ranking.md) for calibrated fusion, where a
+# weight scales a score: a fact outranks a turn unless the turn matches the query at least 1.25 times
+# as strongly. On the demo set that kept the distilled answer above the session summary and the turns
+# it came from (MRR 0.797 -> 0.872 against 0.995 / 0.99); on LoCoMo, where the evidence is turns, it
+# cost 0.007 turn R@10. The lexical arm at 0.7 against the semantic arm's 1 is a 0.41 / 0.59 blend.
+DEFAULT_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.82, "turns": 0.8, "lexical": 0.7}
+# Rank fusion (RECALLFS_FUSION=rrf) and the single arms (--arm lexical / semantic) merge per-table
+# ranked lists, where a weight divides a reciprocal rank: there 0.8 would put a fact at rank 13 above
+# every table's first turn (LoCoMo turn R@10 of the lexical arm: 0.768 -> 0.664). Their gradient only
+# orders rows of equal rank in their lists.
+RANK_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.995, "turns": 0.99, "lexical": 0.7}
 
 
 def split_list_name(name: str) -> tuple[str, str]:
@@ -31,7 +36,7 @@ def split_list_name(name: str) -> tuple[str, str]:
 
 
 def weight_for(name: str, weights: Mapping[str, float] | None) -> float:
-    """The weight of the ranked list `arm:table`. `None` means the defaults; `{}` means all equal."""
+    """The weight of the list `arm:table`. `None` means DEFAULT_WEIGHTS; `{}` means all equal."""
     table_weights = DEFAULT_WEIGHTS if weights is None else weights
     if name in table_weights:
         return float(table_weights[name])

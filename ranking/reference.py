@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from recallfs.ranking.provenance import split_list_name, weight_for
+from recallfs.ranking.provenance import RANK_WEIGHTS, split_list_name, weight_for
 
 
 def rrf_reference(
@@ -18,6 +18,7 @@ def rrf_reference(
     k: int = 60,
 ) -> list[tuple[int, float]]:
     """(rid, normalised score) for every row, in no particular order."""
+    weights = RANK_WEIGHTS if weights is None else weights
     live = {name: list(rids) for name, rids in lists.items() if weight_for(name, weights) > 0}
     universe = {rid for rids in live.values() for rid in rids}
     out: list[tuple[int, float]] = []

@@ -12,12 +12,15 @@ from typing import Any
 
 from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS
 
+DEFAULT_SESSION_WEIGHT = 0.4  # ranking/session_evidence.py (kept here so this module needs no stages)
+DEFAULT_QUESTION_WEIGHT = 0.8  # ranking/questions.py
+
 DEFAULT_LAMBDA = 0.7  # MMR: relevance against diversity under a token budget
 DEFAULT_THRESHOLD = 0.9  # cosine at or above which two hits may be near-duplicates
 
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "rerank", "collapse", "bonuses", "recency", "mmr", "min_score")
+STAGES = ("dedup", "questions", "session", "rerank", "collapse", "bonuses", "recency", "mmr", "min_score")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,8 @@ class StageConfig:
     """Which shaping stages run, and their knobs. The defaults are the shipped pipeline."""
 
     dedup: bool = True
+    question_weight: float = DEFAULT_QUESTION_WEIGHT  # score x this for a turn that asks; 1 is off
+    session_weight: float = DEFAULT_SESSION_WEIGHT  # session evidence; 0 is off
     rerank: bool = False
     rerank_mix: float = 0.5           # weight of the cosine in the blended score
     rerank_budget_ms: float = 50.0    # past this the fused order is kept
@@ -50,6 +55,10 @@ class StageConfig:
             raise ValueError("collapse_threshold is a cosine: it must lie in -1..1")
         if self.half_life_days <= 0:
             raise ValueError("half_life_days must be positive")
+        if not 0.0 <= self.question_weight <= 1.0:
+            raise ValueError("question_weight must lie in 0..1")
+        if not 0.0 <= self.session_weight <= 10.0:
+            raise ValueError("session_weight must lie in 0..10")
 
     def replace(self, **changes: Any) -> StageConfig:
         return dataclasses.replace(self, **changes)
@@ -63,6 +72,10 @@ class StageConfig:
             return self.replace(tag_bonus=0.0 if on else 0.1, kind_bonus=0.0 if on else 0.1)
         if stage == "min_score":
             return self.replace(min_score=0.0 if self.min_score > 0 else 0.05)
+        if stage == "questions":
+            return self.replace(question_weight=1.0 if self.question_weight < 1 else DEFAULT_QUESTION_WEIGHT)
+        if stage == "session":
+            return self.replace(session_weight=0.0 if self.session_weight > 0 else DEFAULT_SESSION_WEIGHT)
         if stage in ("dedup", "rerank", "collapse", "mmr"):
             return self.replace(**{stage: not getattr(self, stage)})
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")

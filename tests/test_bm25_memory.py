@@ -69,3 +69,22 @@ RIDS = np.array([10, 20, 30, 40, 50])
 def test_top_k(scores: list[float], allowed: list[int] | None, limit: int, expected: list[int]) -> None:
     mask = None if allowed is None else np.array(allowed, dtype=np.int64)
     assert top_k(np.array(scores, dtype=np.float64), RIDS, mask, limit) == expected
+
+
+def test_term_maxima_are_each_terms_best_single_doc_score(index) -> None:
+    postings = load_postings(index, "fts_main_docs")
+    for stem in ("deploy", "nextest", "coffe"):
+        alone = postings.score([stem])
+        assert postings.term_maxima([stem]) == [pytest.approx(float(alone.max()))]
+    assert postings.term_maxima(["neverseen"]) == [0.0]
+    assert postings.term_maxima([]) == []
+
+
+def test_scores_of_reads_rids_in_any_order_and_zero_for_unknown(index) -> None:
+    postings = load_postings(index, "fts_main_docs")
+    scores = postings.score(["deploy"])
+    by_rid = dict(zip(postings.rids.tolist(), scores.tolist(), strict=True))
+    asked = np.array([17, 99, 11, 12], dtype=np.int64)
+    got = postings.scores_of(asked, scores)
+    assert got.tolist() == pytest.approx([by_rid[17], 0.0, by_rid[11], by_rid[12]])
+    assert postings.scores_of(np.array([], dtype=np.int64), scores).tolist() == []

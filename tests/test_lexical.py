@@ -126,3 +126,83 @@ def test_pagination(store):
     second = recall(store, ME, "the docs release cargo test hello", arm="lexical", k=2, offset=2)
     assert first.has_more and [h.rank for h in second.hits] == [3, 4][: len(second.hits)]
     assert not set(ids(first)) & set(ids(second))
+
+
+def _scoped(store, table):
+    from recallfs.query.gate import scope_clause
+    from recallfs.query.query_syntax import RecallOptions
+
+    schema = store.schema_for(ME)
+    where, params = scope_clause(ME, schema, RecallOptions())
+    return schema, where, params
+
+
+def test_calibrated_scores_keep_the_bm25_order_and_lie_in_0_1(store):
+    from recallfs.query.lexical import search, search_calibrated
+
+    schema, where, params = _scoped(store, "facts")
+    terms = query_terms("cargo nextest docs hello")
+    scored = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10)
+    assert list(scored) == search(store, schema, "facts", terms, where=where, params=params, limit=10)
+    assert scored and all(0.0 < s <= 1.0 for s in scored.values())
+    assert list(scored.values()) == sorted(scored.values(), reverse=True)
+
+
+def test_calibrated_score_grows_with_the_share_of_the_query_matched(store):
+    from recallfs.query.lexical import search_calibrated
+
+    schema, where, params = _scoped(store, "facts")
+    f1 = store.cursor().execute(f"SELECT rid FROM {schema}.facts WHERE source_id = 'f1'").fetchone()[0]
+    one = search_calibrated(store, schema, "facts", query_terms("nextest"), where=where, params=params, limit=5)
+    two = search_calibrated(store, schema, "facts", query_terms("nextest offsite"), where=where, params=params,
+                            limit=5)
+    # f1 matches all of "nextest" but only half of "nextest offsite"
+    assert one[f1] > two[f1]
+
+
+def test_score_indexed_scores_other_arms_rows(store):
+    from recallfs.query.lexical import score_indexed, search_calibrated
+
+    schema, where, params = _scoped(store, "facts")
+    terms = query_terms("cargo nextest")
+    scored = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10)
+    rows = [rid for (rid,) in store.cursor().execute(f"SELECT rid FROM {schema}.facts").fetchall()]
+    again = score_indexed(store, schema, "facts", terms, rows)
+    assert again == pytest.approx(scored)  # rows matching no term are left out
+    assert score_indexed(store, schema, "facts", terms, []) == {}
+    assert score_indexed(store, schema, "facts", [], rows) == {}
+
+
+def test_fresh_rows_score_the_share_of_terms_they_contain(store):
+    from recallfs.query.lexical import search_calibrated
+
+    ingest_records(store, _records([fact("f9", "zebrafish telemetry was removed in v2")]), refresh=False)
+    schema, where, params = _scoped(store, "facts")
+    scored = search_calibrated(store, schema, "facts", query_terms("zebrafish quokka"), where=where,
+                               params=params, limit=5)
+    assert list(scored.values()) == [pytest.approx(0.5)]
+
+
+def test_degraded_fusion_ranks_across_tables_by_how_much_of_the_query_matched(store):
+    # No semantic arm: calibrated fusion still orders the lexical hits of different tables by the share
+    # of the query each matched (the turns have two of its words, the fact only "docs"), where rank
+    # fusion puts each table's first hit level and lets the fact's provenance weight decide.
+    calibrated = recall(store, ME, "release checklist docs", arm="fused")
+    ranked = recall(store, ME, "release checklist docs", arm="fused", fusion="rrf")
+    assert calibrated.degraded and ranked.degraded
+    assert set(ids(calibrated)[:2]) == {"s1#0", "s1#1"} and ids(calibrated)[2] == "f2"
+    assert ids(ranked)[:2] == ["f2", "s1#0"]
+
+
+def test_question_turns_yield_to_answers_in_calibrated_fusion_only(store):
+    # s1#0 asks "Where did we put the release checklist?", s1#1 answers "It is in docs/release.md, ...".
+    calibrated = recall(store, ME, "release checklist docs", arm="fused")
+    assert ids(calibrated)[:2] == ["s1#1", "s1#0"]
+    assert calibrated.stages["questions"] == "question turns x0.8"
+    single = recall(store, ME, "release checklist", arm="lexical")
+    assert ids(single)[0] == "s1#0" and single.stages["questions"].startswith("off (rank-fused scores")
+
+
+def test_unknown_fusion_is_refused(store):
+    with pytest.raises(ValueError, match="fusion must be one of"):
+        recall(store, ME, "docs", fusion="borda")

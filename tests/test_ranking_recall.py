@@ -10,7 +10,7 @@ from recallfs.query.recall import recall
 from recallfs.query.records import parse_record
 from recallfs.query.store import Store
 from recallfs.ranking.pipeline import StageConfig
-from recallfs.ranking.provenance import DEFAULT_WEIGHTS
+from recallfs.ranking.provenance import RANK_WEIGHTS
 from recallfs.scope.principal import Principal
 
 from conftest import fact, turn
@@ -131,7 +131,7 @@ def test_rerank_without_vectors_degrades_softly(store):
 def test_provenance_weights_and_equal_weights(store):
     default = recall(store, ME, "release", arm="lexical")
     equal = recall(store, ME, "release", arm="lexical", weights={})
-    ceiling = DEFAULT_WEIGHTS["turns"] / DEFAULT_WEIGHTS["facts"]
+    ceiling = RANK_WEIGHTS["turns"] / RANK_WEIGHTS["facts"]  # a single arm merges its tables by rank
     assert max(h.score for h in default.hits if h.table == "turns") == pytest.approx(ceiling)
     assert max(h.score for h in equal.hits if h.table == "turns") == pytest.approx(1.0)
 

@@ -23,7 +23,7 @@ def test_every_stage_switch_is_a_setting_with_the_shipped_default():
 
 def test_defaults_are_the_shipped_pipeline():
     kw = ranking_kwargs(resolve({}, env={}))
-    assert kw["stages"] == StageConfig() and kw["weights"] == DEFAULT_WEIGHTS
+    assert kw["stages"] == StageConfig() and kw["weights"] is None  # each fusion's own defaults
     assert (kw["rrf_k"], kw["candidates"]) == (60, 100)
 
 

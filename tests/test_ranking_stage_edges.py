@@ -19,10 +19,12 @@ from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.collapse import collapse_near_duplicates
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
-from recallfs.ranking.fusion import rrf
+from recallfs.ranking.fusion import calibrated, rrf
 from recallfs.ranking.pipeline import StageConfig, shape
+from recallfs.ranking.questions import demote_questions
 from recallfs.ranking.recency import dampen_recency
 from recallfs.ranking.rerank import rerank
+from recallfs.ranking.session_evidence import session_evidence
 
 QUERY_VEC = [1.0, 1.0, 0.0]
 # orthogonal to each other, and equally close to the query: no stage may tell the two apart by vector
@@ -31,6 +33,8 @@ VECTORS = {1: [1.0, 0.0, 0.0], 2: [0.0, 1.0, 0.0]}
 Stage = Callable[[list[Candidate]], list[Candidate]]
 STAGES: dict[str, Stage] = {
     "dedup": dedup_identity,
+    "question turns": demote_questions,
+    "session evidence": session_evidence,
     "rerank": lambda cs: rerank(cs, QUERY_VEC, VECTORS, mix=0.5)[0],
     "collapse": lambda cs: collapse_near_duplicates(cs, VECTORS)[0],
     "collapse (no vectors)": lambda cs: collapse_near_duplicates(cs, None)[0],
@@ -86,6 +90,12 @@ def test_a_tie_goes_to_the_newer_in_any_input_order(name, reverse):
 def test_fusion_edges(lists, expected):
     tables = {rid: "turns" for rids_ in lists.values() for rid in rids_}
     fused = rrf(lists, tables, weights={})
+    assert rids(fused) == expected
+    if len(fused) == 2:
+        assert fused[0].score == fused[1].score
+    # calibrated fusion on the same lists, every listed row scoring the same
+    scores = {name: dict.fromkeys(ids, 0.5) for name, ids in lists.items()}
+    fused = calibrated(scores, tables, weights={})
     assert rids(fused) == expected
     if len(fused) == 2:
         assert fused[0].score == fused[1].score

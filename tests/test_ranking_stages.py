@@ -250,3 +250,85 @@ def test_content_words(text, words):
     from recallfs.ranking.text import content_words
 
     assert content_words(text) == words
+
+
+# -- session evidence ------------------------------------------------------------------------------
+def _in(session: str | None, c):
+    c.session = session
+    return c
+
+
+def test_session_evidence_lifts_a_hit_whose_session_holds_a_stronger_hit():
+    from recallfs.ranking.session_evidence import session_evidence
+
+    strong = _in("s1", cand(1, 0.9))
+    supported = _in("s1", cand(2, 0.40))
+    lone = _in("s2", cand(3, 0.45))
+    out = session_evidence([strong, supported, lone], 0.2)
+    assert rids(out) == [1, 2, 3]  # 0.40 + 0.2 x 0.9 beats 0.45 + 0.2 x 0.45
+    assert out[0].score == pytest.approx(0.9)  # the best of a session keeps its score
+    assert 0 <= min(c.score for c in out) and max(c.score for c in out) <= 1
+
+
+@pytest.mark.parametrize(("weight", "expected"), [
+    (0.0, [3, 1, 2]),   # off: the fused order
+    (0.05, [3, 1, 2]),  # too little support to overtake
+    (0.2, [3, 2, 1]),   # rid 2 shares its session with the best hit
+    (1.0, [3, 2, 1]),
+])
+def test_session_evidence_weight_table(weight, expected):
+    from recallfs.ranking.session_evidence import session_evidence
+
+    cands = [_in("a", cand(1, 0.48)), _in("b", cand(2, 0.45)), _in("b", cand(3, 0.9))]
+    assert rids(session_evidence(cands, weight)) == expected
+
+
+def test_session_evidence_leaves_hits_without_a_session_in_their_order():
+    from recallfs.ranking.session_evidence import session_evidence
+
+    cands = [cand(1, 0.3), cand(2, 0.6), cand(3, 0.45)]
+    assert rids(session_evidence(cands, 0.5)) == [2, 3, 1]
+
+
+def test_session_evidence_refuses_a_negative_weight():
+    from recallfs.ranking.session_evidence import session_evidence
+
+    with pytest.raises(ValueError, match=">= 0"):
+        session_evidence([], -0.1)
+
+
+# -- question turns --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "expected"), [
+    ("What's the one-liner for running just the config tests?", True),
+    ("did it pass?  ", True),
+    ('She asked "is it Tuesday?"', True),
+    ("(really?)", True),
+    ("全部テストですか？", True),
+    ("Run cargo nextest. Any questions? None.", False),
+    ("The ? operator propagates errors", False),
+    ("", False),
+])
+def test_is_question(text, expected):
+    from recallfs.ranking.questions import is_question
+
+    assert is_question(text) is expected
+
+
+def test_question_turns_drop_below_the_answer_but_facts_never_do():
+    from recallfs.ranking.questions import demote_questions
+
+    asks = cand(1, 0.52, "turns", content="How do we run the tests?")
+    tells = cand(2, 0.5, "turns", content="We run them with cargo nextest.")
+    fact_q = cand(3, 0.51, "facts", content="Should releases wait for green CI?")
+    out = demote_questions([asks, tells, fact_q], 0.8)
+    assert rids(out) == [3, 2, 1]
+    assert out[2].score == pytest.approx(0.52 * 0.8) and asks.score == 0.52  # input unchanged
+    assert rids(demote_questions([asks, tells, fact_q], 1.0)) == [1, 3, 2]  # 1 is off
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.5])
+def test_question_weight_must_lie_in_0_1(weight):
+    from recallfs.ranking.questions import demote_questions
+
+    with pytest.raises(ValueError, match=r"0\.\.1"):
+        demote_questions([], weight)

@@ -1,0 +1,63 @@
+"""Arm scores put on one 0..1 scale, so fusion can weigh how strongly each arm matched, not only where.
+
+Reciprocal rank fusion sees ranks only: an arm's first hit counts the same whether it matched the whole
+query or one common word. On data where one arm is weak for a given question (a paraphrase lexical
+cannot see, names that make every chat line look semantically alike), that costs the stronger arm its
+lead. Each arm's raw score is therefore calibrated against something that does not depend on the
+other candidates:
+
+- lexical: BM25 over the query's *ceiling*, the score a row reaches by matching every query term as
+  strongly as any row in the index does (the sum of each term's highest BM25 weight). A query term the
+  index has never seen still counts in the ceiling, at the mean of the seen terms' weights, so a row
+  that matches the two common words of a five-word question is not a perfect match;
+- semantic: the cosine as a z-score against the query's similarity to a sample of the partition's
+  memories (mean, sd), mapped linearly from Z_FLOOR (0: a typical near-miss) to Z_FULL (1: a clear
+  standout).
+
+Pure functions; the arms (query/lexical.py, query/semantic.py) supply the raw numbers. Z_FLOOR and
+Z_FULL were chosen by the ablation (developer-notes/ranking.md), on LoCoMo and on the demo set together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Z_FLOOR = 1.75
+Z_FULL = 5.5
+
+
+def lexical_ceiling(term_maxima: Sequence[float], n_terms: int) -> float:
+    """The BM25 a row would reach by matching every one of the query's `n_terms` distinct terms as well
+    as the best row does. `term_maxima`: the highest BM25 weight of each term the index knows."""
+    known = [w for w in term_maxima if w > 0]
+    if not known:
+        return 0.0
+    unseen = max(0, n_terms - len(known))
+    return sum(known) + unseen * (sum(known) / len(known))
+
+
+def lexical_score(bm25: float, ceiling: float) -> float:
+    """BM25 as a fraction of the ceiling, in 0..1."""
+    if ceiling <= 0 or bm25 <= 0:
+        return 0.0
+    return min(1.0, bm25 / ceiling)
+
+
+def term_fraction(matched: int, n_terms: int) -> float:
+    """The calibrated lexical score of a row the index does not hold yet (found by substring): the
+    share of the query's terms it contains."""
+    if n_terms <= 0 or matched <= 0:
+        return 0.0
+    return min(1.0, matched / n_terms)
+
+
+def similarity_z(cosine: float, mean: float, sd: float) -> float:
+    """How far this cosine stands out from the query's similarity to memories in general."""
+    return (cosine - mean) / max(sd, 1e-6)
+
+
+def semantic_score(z: float, floor: float = Z_FLOOR, full: float = Z_FULL) -> float:
+    """A z-score mapped to 0..1: 0 at or below `floor`, 1 at or above `full`, linear between."""
+    if full <= floor:
+        raise ValueError("the full-credit z must be above the floor")
+    return min(1.0, max(0.0, (z - floor) / (full - floor)))

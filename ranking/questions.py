@@ -1,0 +1,34 @@
+"""Question turns: a turn that only asks is weaker evidence than one that tells.
+
+In a conversation the words of a question come back in its answer, so both match a query about it, but
+an agent recalling "how do I run the tests" wants "CI runs cargo nextest ...", not "What's the
+one-liner for running just the config tests?". A turn whose text ends in a question mark is scored
+x `weight` (0.8 by default; 1 is off). Facts and summaries are never demoted: a distilled memory phrased
+as a question was kept on purpose. recall() applies it to calibrated fusion only: on reciprocal-rank
+scores (a single arm, or RECALLFS_FUSION=rrf) the same factor would be worth some fifteen ranks.
+
+Measured in the ablation (developer-notes/ranking.md): neutral on LoCoMo and the demo set's figures,
+and it puts the answer, not the question, first for the demo's headline query.
+"""
+
+from __future__ import annotations
+
+from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.stage_config import DEFAULT_QUESTION_WEIGHT
+
+
+def is_question(text: str) -> bool:
+    """True when the text, trailing spaces and closing quotes or brackets aside, ends in '?'."""
+    return text.rstrip().rstrip("\"')]»”’").rstrip().endswith(("?", "？"))
+
+
+def demote_questions(cands: list[Candidate], weight: float = DEFAULT_QUESTION_WEIGHT) -> list[Candidate]:
+    """Question turns' scores x `weight`; pure, returns new candidates."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError("the question weight must lie in 0..1")
+    out = [c.copy() for c in cands]
+    if weight < 1.0:
+        for c in out:
+            if c.table == "turns" and is_question(c.content):
+                c.score *= weight
+    return ordered(out)
