@@ -239,7 +239,8 @@ def run_variant(
     settings: dict[str, Any], progress: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Every question through recall() with this variant's keywords; the aggregated figures."""
-    base = {"k": DEPTH, "candidates": settings.get("candidates", 100), "rrf_k": settings.get("rrf_k", 60)}
+    base = {"k": DEPTH, "candidates": settings.get("candidates", 100), "rrf_k": settings.get("rrf_k", 60),
+            "fusion": str(settings.get("fusion", "calibrated"))}
     kwargs = {**base, **variant}
     per_question = []
     degraded: Counter[str] = Counter()

@@ -31,14 +31,16 @@ def ablations() -> dict[str, Variant]:
         "lexical arm only": {"arm": "lexical"},
         "semantic arm only": {"arm": "semantic"},
         "equal provenance weights": {"arm": "fused", "weights": {}},
+        "rank fusion (rrf) instead of calibrated": {"arm": "fused", "fusion": "rrf"},
     }
     # The default weights' two parts measured apart: the table gradient and the lexical arm's weight.
-    from recallfs.ranking.provenance import DEFAULT_WEIGHTS
+    from recallfs.ranking.provenance import DEFAULT_WEIGHTS, RANK_WEIGHTS
 
     lexical = DEFAULT_WEIGHTS.get("lexical", 1.0)
+    rows["shallow tables (1 / 0.995 / 0.99)"] = {"arm": "fused", "weights": RANK_WEIGHTS}
     rows["tables equal, lexical arm weighted"] = {"arm": "fused", "weights": {"lexical": lexical}}
-    rows["steeper tables (1 / 0.97 / 0.94)"] = {
-        "arm": "fused", "weights": {"facts": 1.0, "summaries": 0.97, "turns": 0.94, "lexical": lexical}}
+    rows["steeper tables (1 / 0.7 / 0.65)"] = {
+        "arm": "fused", "weights": {"facts": 1.0, "summaries": 0.7, "turns": 0.65, "lexical": lexical}}
     rows["lexical arm at full weight"] = {"arm": "fused", "weights": {**DEFAULT_WEIGHTS, "lexical": 1.0}}
     try:
         from recallfs.ranking.pipeline import STAGES, StageConfig
@@ -51,7 +53,10 @@ def ablations() -> dict[str, Variant]:
         toggled = default.toggled(stage)
         rows[f"{stage} {'off' if _is_on(default, stage) else 'on'}"] = {"arm": "fused", "stages": toggled}
     rows["no shaping stages (plain fusion)"] = {
-        "arm": "fused", "stages": default.replace(dedup=False, collapse=False, recency="off")}
+        "arm": "fused",
+        "stages": default.replace(dedup=False, question_weight=1.0, session_weight=0.0, collapse=False, recency="off")}
+    for weight in (0.2, 0.6):
+        rows[f"session evidence at {weight:g}"] = {"arm": "fused", "stages": default.replace(session_weight=weight)}
     rows["budget:1000 with MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000)}
     rows["budget:1000 without MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000),
                                        "stages": default.replace(mmr=False)}
@@ -59,6 +64,10 @@ def ablations() -> dict[str, Variant]:
 
 
 def _is_on(config: Any, stage: str) -> bool:
+    if stage == "questions":
+        return bool(config.question_weight < 1)
+    if stage == "session":
+        return bool(config.session_weight > 0)
     if stage == "recency":
         return bool(config.recency != "off")
     if stage == "bonuses":
