@@ -16,7 +16,7 @@ from datetime import datetime
 import duckdb
 import numpy as np
 
-from recallfs.query.bm25_memory import POSTINGS, top_k
+from recallfs.query.bm25_memory import POSTINGS, Postings, top_k
 from recallfs.query.derived import LruCache, allowed_rids, store_state
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
@@ -135,13 +135,9 @@ def search_calibrated(
     state = index_state(store, schema, table)
     ranked: dict[int, float] = {}
     if state.watermark > 0:
-        fts = fts_schema(schema, table)
-        postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
-        stems = index_stems(cur, fts, " ".join(terms))
-        scores = postings.score(stems)
+        postings, scores, ceiling = _bm25(store, schema, table, terms, state)
         if scores.any():
             allowed = postings.positions_of(allowed_rids(store, schema, table, where, params))
-            ceiling = lexical_ceiling(postings.term_maxima(stems), len(stems))
             top = top_k(scores, postings.rids, allowed, limit)
             raw = postings.scores_of(np.array(top, dtype=np.int64), scores)
             ranked = {rid: lexical_score(float(b), ceiling) for rid, b in zip(top, raw, strict=True)}
@@ -169,18 +165,32 @@ def score_indexed(
     other arm found, scored for fusion. Rows outside the index, or matching no term, are left out."""
     if not terms or not rids:
         return {}
-    cur = store.cursor()
     state = index_state(store, schema, table)
     if state.watermark <= 0:
         return {}
-    fts = fts_schema(schema, table)
-    postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
-    stems = index_stems(cur, fts, " ".join(terms))
-    scores = postings.score(stems)
-    ceiling = lexical_ceiling(postings.term_maxima(stems), len(stems))
+    postings, scores, ceiling = _bm25(store, schema, table, terms, state)
     wanted = np.array(sorted(set(rids)), dtype=np.int64)
     raw = postings.scores_of(wanted, scores)
     return {int(rid): lexical_score(float(b), ceiling) for rid, b in zip(wanted, raw, strict=True) if b > 0}
+
+
+# The last few queries' BM25 arrays: fused recall scores the semantic arm's rows right after the
+# lexical search of the same table, and would otherwise score every row of the index twice.
+_BM25 = LruCache(6)
+
+
+def _bm25(
+    store: Store, schema: str, table: str, terms: list[str], state: IndexState
+) -> tuple[Postings, np.ndarray, float]:
+    """(postings, BM25 of every indexed row, the query's ceiling) for this table's current index."""
+    def compute() -> tuple[Postings, np.ndarray, float]:
+        cur = store.cursor()
+        fts = fts_schema(schema, table)
+        postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
+        stems = index_stems(cur, fts, " ".join(terms))
+        return postings, postings.score(stems), lexical_ceiling(postings.term_maxima(stems), len(stems))
+
+    return _BM25.get_or_compute((str(store.path), schema, table, state.built_at, tuple(terms)), compute)
 
 
 def _search_fresh(

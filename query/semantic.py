@@ -100,20 +100,10 @@ class SemanticSearch:
         """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (the
         looser standout floor applies). Raises TimeoutError when the query embedding overruns the
         budget, VectorError when the stored vectors do not fit the model."""
-        if not self.enabled or self.embedder is None:
+        ready = self._query_vector(store, schema, table, query)
+        if ready is None:
             return []
-        embedder = self.embedder
-        stored = self.indexes.stored(store)
-        if stored is None:
-            self._require_vectors(store, schema, table)
-            return []
-        # Embed first: it is the part that can time out, and it tells us the model's identity.
-        qvec = embedder.embed_query(query, budget_ms=self.budget_ms)
-        if stored.model != embedder.model_id or stored.dim != len(qvec):
-            raise ModelMismatchError(mismatch_message(stored, embedder.model_id, len(qvec)))
-        if self.indexes.index_for(store, schema, table, stored).ntotal == 0:
-            self._require_vectors(store, schema, table)
-            return []
+        stored, qvec = ready
         found = self.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
                                     stored=stored)
         found = [(rid, score) for rid, score in found if score >= self.min_score]
@@ -135,18 +125,10 @@ class SemanticSearch:
         `limit` readable rows that clear the cosine floor and stand out from the background at all
         (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
         already authorized) that clear it. Raises as search_scored() does."""
-        if not self.enabled or self.embedder is None:
+        ready = self._query_vector(store, schema, table, query)
+        if ready is None:
             return {}
-        stored = self.indexes.stored(store)
-        if stored is None:
-            self._require_vectors(store, schema, table)
-            return {}
-        qvec = self.embedder.embed_query(query, budget_ms=self.budget_ms)
-        if stored.model != self.embedder.model_id or stored.dim != len(qvec):
-            raise ModelMismatchError(mismatch_message(stored, self.embedder.model_id, len(qvec)))
-        if self.indexes.index_for(store, schema, table, stored).ntotal == 0:
-            self._require_vectors(store, schema, table)
-            return {}
+        stored, qvec = ready
         sample = self.indexes.background(store, schema, stored, where, params)
         if sample is not None:
             sims = sample @ qvec
@@ -155,21 +137,35 @@ class SemanticSearch:
             mean, sd = PRIOR_MEAN, PRIOR_SD
         found = self.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
                                     stored=stored)
-        out: dict[int, float] = {}
-        for rid, score01 in found:
-            cosine = 2.0 * score01 - 1.0
-            calibrated = semantic_score(similarity_z(cosine, mean, sd))
-            if score01 >= self.min_score and calibrated > 0:
-                out[rid] = calibrated
-        extra = [rid for rid in also if rid not in out]
+        cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
+        extra = [rid for rid in also if rid not in cosines]
         if extra:
             vectors = self.indexes.stored_vectors(store, schema, {table: extra}) or {}
-            for rid, vec in vectors.items():
-                cosine = float(np.dot(vec, qvec))
-                calibrated = semantic_score(similarity_z(cosine, mean, sd))
-                if (cosine + 1.0) / 2.0 >= self.min_score and calibrated > 0:
-                    out[rid] = calibrated
+            cosines.update((rid, float(np.dot(vec, qvec))) for rid, vec in vectors.items())
+        floor = 2.0 * self.min_score - 1.0  # the cosine floor, back on the -1..1 scale
+        out: dict[int, float] = {}
+        for rid, cosine in cosines.items():
+            calibrated = semantic_score(similarity_z(cosine, mean, sd))
+            if cosine >= floor and calibrated > 0:
+                out[rid] = calibrated
         return out
+
+    def _query_vector(self, store: Store, schema: str, table: str, query: str) -> tuple[Any, np.ndarray] | None:
+        """(stored model, query vector), or None when this table has nothing to search. Embeds first:
+        it is the part that can time out, and it tells us the model's identity."""
+        if not self.enabled or self.embedder is None:
+            return None
+        stored = self.indexes.stored(store)
+        if stored is None:
+            self._require_vectors(store, schema, table)
+            return None
+        qvec = self.embedder.embed_query(query, budget_ms=self.budget_ms)
+        if stored.model != self.embedder.model_id or stored.dim != len(qvec):
+            raise ModelMismatchError(mismatch_message(stored, self.embedder.model_id, len(qvec)))
+        if self.indexes.index_for(store, schema, table, stored).ntotal == 0:
+            self._require_vectors(store, schema, table)
+            return None
+        return stored, qvec
 
     def _require_vectors(self, store: Store, schema: str, table: str) -> None:
         """A table with memories but not one vector is not searchable: say so rather than answer
