@@ -629,6 +629,9 @@ class Browser:
             last_recall_degraded=self.last_recall_degraded, recall_ttl_s=int(status.get("recall_ttl_s", 5)),
             k=int(self.recall_settings.get("k", 10)), truncated=truncated, last_change=status.get("last_change"),
         )
+        health = status.get("health")
+        if health is not None:
+            s.health, s.health_problems, s.health_notes = health.state, list(health.problems), list(health.notes)
         return render.render_index(s)
 
     # -- recall ----------------------------------------------------------------------------------

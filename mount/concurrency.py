@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 import duckdb
 import trio
 
+from recallfs.query.cursor import Cursor
 from recallfs.query.store import Store
 
 log = logging.getLogger("recallfs.mount")
@@ -43,9 +44,11 @@ class GuardedStore(Store):
         self.loop_thread: int | None = None
         self.violations = 0
         super().__init__(path, **kwargs)
-        self.cursor().execute(f"SET memory_limit = '{self.MEMORY_LIMIT}'")
 
-    def cursor(self) -> duckdb.DuckDBPyConnection:
+    def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
+        conn.execute(f"SET memory_limit = '{self.MEMORY_LIMIT}'")  # again after a reopen
+
+    def cursor(self) -> Cursor:
         if self.loop_thread is not None and threading.get_ident() == self.loop_thread:
             self.violations += 1
             log.error("DuckDB cursor requested on the trio thread (a bug: it would block every request)")

@@ -298,7 +298,7 @@ async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready, what: str
     async with trio.open_nursery() as nursery:
         await nursery.start(control.serve, sock_path)
         nursery.start_soon(_watch_signals, nursery.cancel_scope)
-        nursery.start_soon(_poll_semantic, ops)
+        nursery.start_soon(_poll_state, ops)
         await ops.refresh_semantic()
         ready.ok()
         log.info("serving %s", what)
@@ -317,15 +317,17 @@ async def _watch_signals(scope: Any) -> None:
             return
 
 
-async def _poll_semantic(ops: Any) -> None:
+async def _poll_state(ops: Any) -> None:
+    """Once a second: the semantic arm's state and the health verdict (each invalidates what shows it)."""
     import trio
 
     while True:
         await trio.sleep(1.0)
         try:
             await ops.refresh_semantic()
+            await ops.refresh_health()
         except Exception:
-            log.exception("could not read the semantic arm's state")
+            log.exception("could not refresh the daemon's state")
 
 
 # -- umount and status ----------------------------------------------------------------------------------
@@ -371,10 +373,17 @@ def mount_status(timeout: float = 3.0) -> list[dict[str, Any]]:
                 reply = request(state.store, {"op": "ping"}, timeout=timeout)
             except (OSError, ControlError) as exc:
                 reply, info["problem"] = None, str(exc)
-            if reply is not None and reply.get("pid") == state.pid:
-                info.update(health="ok", uptime_s=reply.get("uptime_s"), detail=reply.get("health"))
+            answers = registry.answers(Path(state.mountpoint), timeout)
+            if reply is None or reply.get("pid") != state.pid:
+                info["health"] = "unresponsive: the daemon does not answer on its control socket"
+            elif answers is not None:
+                info.update(health=f"failing: the mount does not answer ({answers})", detail=reply.get("health"))
             else:
-                info["health"] = "unresponsive"
+                detail = reply.get("health") or {}
+                verdict = detail.get("health") or {"state": "failing", "problems": ["the daemon reports no health"]}
+                problems = "; ".join(verdict.get("problems") or [])
+                info.update(health=verdict["state"] + (f": {problems}" if problems else ""),
+                            uptime_s=reply.get("uptime_s"), detail=detail)
         elif mounted:
             info["health"] = f"dead: the daemon is gone; run `recallfs umount {state.mountpoint}`"
         else:

@@ -38,6 +38,7 @@ from recallfs.mount.browse import (
     RecallSnapshot,
 )
 from recallfs.mount.concurrency import LRU, GuardedStore, SingleFlight
+from recallfs.mount.health import ErrorWindow, Verdict, verdict
 from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable, Node
 from recallfs.mount.names import NameTooLong
 from recallfs.mount.paths import RESULTS_DIR, Kind, Match, resolve
@@ -90,6 +91,7 @@ class Stats:
     errnos: Counter[str] = field(default_factory=Counter)
     unexpected: int = 0
     last_unexpected: str | None = None
+    recent: ErrorWindow = field(default_factory=ErrorWindow)  # unexpected errors, for the health verdict
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": sum(self.requests.values()), "by_op": dict(self.requests),
@@ -123,6 +125,7 @@ def boundary(*, reply: bool = True) -> Callable[[Callable[P, Awaitable[T]]], Cal
                 if number is None:
                     stats.unexpected += 1
                     stats.last_unexpected = f"{op}: {type(exc).__name__}: {exc}"
+                    stats.recent.add()
                     log.exception("unexpected error in %s; answered EIO", op)
                     number = errno.EIO
                 if not reply:
@@ -206,23 +209,27 @@ class MountOps(pyfuse3.Operations):
         self.degraded_reason: str | None = "off"
         self.last_change: datetime | None = None
         self.invalidations = 0
+        self.index_problems: list[str] = []  # stale or rebuilt derived indexes, refreshed by the daemon
+        self.health_line = "ok"  # the verdict index.md was last rendered with
         self._never = pyfuse3.EntryAttributes()  # st_ino 0: a negative entry the kernel may cache
         self._never.st_ino = 0
         self._never.entry_timeout = LONG_TIMEOUT
 
     # -- plumbing ----------------------------------------------------------------------------------
     async def _sync(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking work (DuckDB, FAISS, the model) in a worker thread."""
-        return await trio.to_thread.run_sync(functools.partial(fn, *args), limiter=self.limiter)
+        """Run blocking work (DuckDB, FAISS, the model) in a worker thread. Should DuckDB invalidate the
+        database meanwhile, the store reopens it and the work runs once more (Store.consistent)."""
+        work = functools.partial(fn, *args)
+        return await trio.to_thread.run_sync(self.store.consistent, work, limiter=self.limiter)
 
     def _token(self) -> tuple[Any, ...]:
         """What cached listings and recall results depend on, besides their own key."""
-        return (self.store.generation, self.semantic_ready, self.degraded_reason)
+        return (self.store.generation, self.semantic_ready, self.degraded_reason, self.health_line)
 
     def _status(self) -> dict[str, Any]:
         return {"generation": self.store.generation, "semantic_ready": self.semantic_ready,
                 "degraded_reason": self.degraded_reason, "recall_ttl_s": self.recall_ttl,
-                "last_change": self.last_change}
+                "last_change": self.last_change, "health": self.verdict()}
 
     def _node(self, inode: int) -> Node:
         node = self.inodes.get(inode)
@@ -588,7 +595,8 @@ class MountOps(pyfuse3.Operations):
         cannot deadlock against the request that would have to finish first."""
         async with self.write_lock:
             before = await self._sync(self.browser.heads)
-            result = await trio.to_thread.run_sync(fn, limiter=self.write_limiter)
+            # An ingest is idempotent, so one that an invalidated database cut short is run again.
+            result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
             after = await self._sync(self.browser.heads)
             changed: set[int] = before ^ after
             for rids in getattr(result, "written_rids", {}).values():
@@ -622,8 +630,24 @@ class MountOps(pyfuse3.Operations):
             self.semantic_ready, self.degraded_reason = ready, reason
             await self.invalidate({INDEX_DEP, RECALL_DEP})
 
+    def verdict(self) -> Verdict:
+        """Whether this daemon can serve (mount/health.py)."""
+        store = {**self.store.health.as_dict(), "broken": self.store.broken}
+        return verdict(store=store, recent_errors=self.stats.recent.count(),
+                       last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
+                       index_problems=self.index_problems)
+
+    async def refresh_health(self) -> None:
+        """On a change of the verdict, index.md (which shows it) is stale."""
+        line = self.verdict().line()
+        if line != self.health_line:
+            self.health_line = line
+            await self.invalidate({INDEX_DEP})
+
     def health(self) -> dict[str, Any]:
         return {
+            "health": self.verdict().as_dict(),
+            "store": {**self.store.health.as_dict(), "broken": self.store.broken},
             **self.stats.as_dict(),
             "loop_thread_violations": self.store.violations,
             "inodes": len(self.inodes),

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -148,14 +149,38 @@ def mount_type(mountpoint: Path) -> str | None:
     return found
 
 
+DEAD_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED)
+
+
 def is_dead(mountpoint: Path) -> bool:
-    """A FUSE mount whose daemon is gone: accesses fail with ENOTCONN ("Transport endpoint is not
-    connected"), or ECONNABORTED while the kernel is still tearing the connection down."""
+    """A FUSE mount whose daemon is gone: requests fail with ENOTCONN ("Transport endpoint is not
+    connected"), or ECONNABORTED while the kernel is still tearing the connection down.
+
+    `statvfs` asks the file system itself (the kernel caches no STATFS answer), whereas `stat` of the
+    mount point may be answered from the kernel's attribute cache long after the daemon died."""
     try:
-        os.stat(mountpoint)
+        os.statvfs(mountpoint)
     except OSError as exc:
-        return exc.errno in (errno.ENOTCONN, errno.ECONNABORTED)
+        return exc.errno in DEAD_ERRNOS
     return False
+
+
+def answers(mountpoint: Path, timeout: float) -> str | None:
+    """None when the mount answers a STATFS within `timeout`; else why not (dead, or hung). The
+    request runs in a daemon thread, so a hung mount cannot hang the caller."""
+    outcome: list[str | None] = []
+
+    def probe() -> None:
+        try:
+            os.statvfs(mountpoint)
+            outcome.append(None)
+        except OSError as exc:
+            outcome.append(os.strerror(exc.errno) if exc.errno else str(exc))
+
+    worker = threading.Thread(target=probe, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return outcome[0] if outcome else f"no answer in {timeout:.0f} s"
 
 
 def lazy_unmount(mountpoint: Path) -> tuple[bool, str]:

@@ -198,6 +198,20 @@ class IndexStatus:
     k: int
     truncated: list[str] = field(default_factory=list)
     last_change: datetime | None = None
+    health: str = "ok"  # the daemon's verdict (mount/health.py): ok | degraded | failing
+    health_problems: list[str] = field(default_factory=list)
+    health_notes: list[str] = field(default_factory=list)
+
+
+def _health_text(s: IndexStatus) -> str:
+    if s.health == "ok":
+        text = "ok: the daemon serves every path and recall."
+    else:
+        verb = "cannot serve reliably" if s.health == "failing" else "serves, with something missing"
+        text = f"**{s.health}**: the daemon {verb}: " + "; ".join(s.health_problems) + "."
+    if s.health_notes:
+        text += " " + " ".join(note[0].upper() + note[1:] + "." for note in s.health_notes)
+    return text
 
 
 def _top(counts: Mapping[str, int], n: int = 12) -> str:
@@ -212,7 +226,8 @@ def render_index(s: IndexStatus) -> bytes:
         ("workspace", s.workspace), ("agent", s.agent), ("store", s.store), ("generation", s.generation),
         ("facts", s.counts.get("facts", 0)), ("summaries", s.counts.get("summaries", 0)),
         ("turns", s.counts.get("turns", 0)), ("sessions", s.sessions), ("entities", len(s.entities)),
-        ("versions", s.versions), ("files", s.files), ("degraded", degraded),
+        ("versions", s.versions), ("files", s.files), ("health", s.health),
+        *([("health_problems", s.health_problems)] if s.health_problems else []), ("degraded", degraded),
         ("degraded_reason", s.degraded_reason if degraded else None), ("truncated", s.truncated),
     ]
     m = s.mountpoint
@@ -279,6 +294,7 @@ pagination) and `context.xml` (a compact block to paste into a model's context).
 
 ## Status
 
+- Health: {_health_text(s)}
 - Recall: {sem}
 - Store generation {s.generation}{changed}.
 - Truncated listings: {truncated}.

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import pyfuse3
 import trio
 
+from recallfs.mount.health import Verdict
 from recallfs.mount.operations import VIEW_BITS, MountOps, ReadOnly, Stats, boundary
 
 log = logging.getLogger("recallfs.mount")
@@ -238,6 +239,24 @@ class UidViews(pyfuse3.Operations):
         for view in self.views:
             await view.refresh_semantic()
 
+    async def refresh_health(self) -> None:
+        for view in self.views:
+            await view.refresh_health()
+
+    @property
+    def index_problems(self) -> list[str]:
+        return self.views[0].index_problems
+
+    @index_problems.setter
+    def index_problems(self, problems: list[str]) -> None:
+        for view in self.views:
+            view.index_problems = problems
+
+    def verdict(self) -> Verdict:
+        """The worst view's verdict: the views share one store and one daemon."""
+        order = {"ok": 0, "degraded": 1, "failing": 2}
+        return max((v.verdict() for v in self.views), key=lambda v: order[v.state])
+
     def describe(self) -> str:
         agents = ", ".join(f"uid {uid} as {v.browser.principal.agent}" for uid, v in sorted(self.by_uid.items()))
         return f"{self.views[0].browser.principal.workspace_path} ({agents})"
@@ -251,6 +270,7 @@ class UidViews(pyfuse3.Operations):
         merged["unexpected_errors"] += own["unexpected_errors"]
         merged["denied_uid_requests"] = self.denied
         merged["views"] = views
+        merged["health"] = self.verdict().as_dict()
         return merged
 
 

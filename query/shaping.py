@@ -129,12 +129,19 @@ def entity_card(
         if name is None:
             return None
         spellings = [n for n in names if words(n) == words(name)]  # "Maya" and "maya" are one entity
+        # No windowed count over the whole result for the total: over the scope clause's semi-join on
+        # `heads`, DuckDB 1.5.5 intermittently fails with an internal error that invalidates the
+        # database (developer-notes/concurrency.md). A second count only runs when the page is full.
+        match = f"m.entity IN ({', '.join('?' * len(spellings))}) AND {where}"
         rows = cur.execute(
-            f"""SELECT m.id, m.kind, m.content, m.created_at, m.version, m.tags, count(*) OVER () AS total
-                FROM {schema}.facts m WHERE m.entity IN (SELECT unnest(?::VARCHAR[])) AND {where}
-                ORDER BY m.created_at DESC, m.id LIMIT ?""",
-            [spellings, *params, ENTITY_CARD_FACTS],
+            f"""SELECT m.id, m.kind, m.content, m.created_at, m.version, m.tags FROM {schema}.facts m
+                WHERE {match} ORDER BY m.created_at DESC, m.id LIMIT ?""",
+            [*spellings, *params, ENTITY_CARD_FACTS],
         ).fetchall()
+        total = len(rows)
+        if total == ENTITY_CARD_FACTS:
+            found = cur.execute(f"SELECT count(*) FROM {schema}.facts m WHERE {match}", [*spellings, *params])
+            total = int(found.fetchone()[0])  # type: ignore[index]
     except duckdb.Error:
         log.exception("entity lookup failed in %s", schema)
         return None
@@ -145,7 +152,7 @@ def entity_card(
          "version": r[4], "tags": list(r[5] or [])}
         for r in rows
     ]
-    return EntityCard(name=name, facts=facts, total_facts=int(rows[0][6]))
+    return EntityCard(name=name, facts=facts, total_facts=total)
 
 
 def query_vector(semantic: Any, text: str) -> tuple[np.ndarray | None, str | None]:

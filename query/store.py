@@ -2,22 +2,35 @@
 
 DuckDB lets one process hold a file for writing; inside that process every thread takes its own
 cursor (a DuckDB connection sharing the database), which is what `cursor()` hands out.
+
+A fatal DuckDB error (an internal error) invalidates the database for every connection of the
+process. The store then reopens it (`recover`): it waits until no thread is inside DuckDB, closes every
+connection it handed out (DuckDB keeps serving the invalidated instance while any is open), connects
+again and bumps the generation so every derived cache is rebuilt. `consistent` runs a read once more
+when that happened under it. `health` says what happened, for `recallfs status` and index.md.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
+from recallfs.query.cursor import Cursor, Hooks, is_fatal
 from recallfs.query.fts_extension import DUCKDB_CONFIG, load_fts
 from recallfs.query.migrations import MEMORY_TABLES, create_partition, migrate_store
 from recallfs.scope.partition import partition_schema
 from recallfs.scope.principal import Principal
+
+T = TypeVar("T")
 
 
 class StoreError(RuntimeError):
@@ -28,6 +41,50 @@ class StoreLockedError(StoreError):
     """Another process holds the store (usually a mounted daemon)."""
 
 
+class StoreBrokenError(StoreError):
+    """DuckDB invalidated the database and it could not be opened again."""
+
+
+@dataclass(slots=True)
+class StoreHealth:
+    """What befell the open database: fatal DuckDB errors seen, reopens done, and a reopen that failed."""
+
+    fatal_errors: int = 0
+    last_fatal: str | None = None
+    last_fatal_at: float | None = None  # time.time()
+    reopens: int = 0
+    failed: str | None = None  # set while the database is invalidated and could not be reopened
+
+    def as_dict(self) -> dict[str, object]:
+        return {"fatal_errors": self.fatal_errors, "last_fatal": self.last_fatal,
+                "last_fatal_at": self.last_fatal_at, "reopens": self.reopens, "failed": self.failed}
+
+
+class _Connections(Hooks):
+    """The store's side of every Cursor: counts calls inside DuckDB and records fatal errors."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.inside = 0
+        self.broken: str | None = None  # the first line of the fatal error, until the store reopens
+
+    def on_enter(self) -> None:
+        with self.cond:
+            self.inside += 1
+
+    def on_exit(self) -> None:
+        with self.cond:
+            self.inside -= 1
+            if self.inside == 0:
+                self.cond.notify_all()
+
+    def on_error(self, exc: BaseException) -> None:
+        if is_fatal(exc):
+            with self.cond:
+                if self.broken is None:
+                    self.broken = str(exc).strip().splitlines()[0][:300]
+
+
 class Store:
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True) -> None:
         self.path = Path(path).expanduser()
@@ -36,8 +93,29 @@ class Store:
             if not create or read_only:
                 raise StoreError(f"no store at {self.path}; create one with `recallfs init --store {self.path}`")
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._reopen_lock = threading.Lock()
+        self._conns = _Connections()
+        # Every connection handed out, to close them all on reopen; a thread that ends drops its own.
+        self._opened: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+        self.epoch = 0  # bumped on every reopen: a thread's cursor from an older epoch is replaced
+        self.generation = 0  # bumped on every committed change (and reopen); caches key on it
+        self.health = StoreHealth()
+        self._partitions: dict[tuple[str, str], str] = {}
+        self._root_opened = False
+        self._root = self._connect()
+        self._root_opened = True
+        if not read_only:
+            with self.transaction() as cur:
+                migrate_store(cur)
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        if self._root_opened and not self.path.exists():
+            # DuckDB would create an empty database in its place: reopening must find the same store
+            raise StoreError(f"the store file {self.path} is gone")
         try:
-            self._root = duckdb.connect(str(self.path), read_only=read_only, config=dict(DUCKDB_CONFIG))
+            root = duckdb.connect(str(self.path), read_only=self.read_only, config=dict(DUCKDB_CONFIG))
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreLockedError(
@@ -45,27 +123,86 @@ class Store:
                     "use the mount's control channel or unmount it first"
                 ) from None
             raise StoreError(f"cannot open store {self.path}: {exc}") from None
-        load_fts(self._root)
-        self._local = threading.local()
-        self._write_lock = threading.RLock()
-        self.generation = 0  # bumped on every committed change; caches key on it
-        self._partitions: dict[tuple[str, str], str] = {}
-        if not read_only:
-            with self.transaction() as cur:
-                migrate_store(cur)
+        load_fts(root)
+        self._configure(root)
+        self._opened = weakref.WeakSet([root])
+        return root
+
+    def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
+        """Database-wide settings applied at every (re)open; subclasses add theirs."""
 
     # -- connections -----------------------------------------------------------------------------
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """This thread's cursor. DuckDB connections must not be shared across threads."""
-        cur = getattr(self._local, "cursor", None)
-        if cur is None:
-            cur = self._root.cursor()
-            load_fts(cur)
-            self._local.cursor = cur
-        return cur
+    def cursor(self) -> Cursor:
+        """This thread's cursor. DuckDB connections must not be shared across threads.
+
+        A database DuckDB has invalidated is reopened here first, so whoever asks next is served."""
+        if self._conns.broken is not None:
+            self.recover()
+        local = self._local
+        if getattr(local, "epoch", None) != self.epoch:
+            with self._reopen_lock:
+                conn = self._root.cursor()
+                self._opened.add(conn)
+                epoch = self.epoch
+            load_fts(conn)
+            local.cursor, local.epoch = Cursor(conn, self._conns), epoch
+        cursor: Cursor = local.cursor
+        return cursor
+
+    @property
+    def broken(self) -> str | None:
+        """The fatal error that invalidated the database, until it is reopened."""
+        return self._conns.broken
+
+    def recover(self) -> None:
+        """Reopen a database DuckDB has invalidated. Raises StoreBrokenError if that fails."""
+        with self._reopen_lock:
+            reason = self._conns.broken
+            if reason is None:
+                return  # another thread has reopened it
+            self.health.fatal_errors += 1
+            self.health.last_fatal, self.health.last_fatal_at = reason, time.time()
+            with self._conns.cond:  # no thread may be inside DuckDB while its connections close
+                self._conns.cond.wait_for(lambda: self._conns.inside == 0, timeout=30)
+                for conn in list(self._opened):
+                    try:
+                        conn.close()
+                    except duckdb.Error:
+                        pass
+            try:
+                self._root = self._connect()
+            except StoreError as exc:
+                self.health.failed = f"the database was invalidated ({reason}) and could not be reopened: {exc}"
+                raise StoreBrokenError(self.health.failed) from None
+            self._conns.broken = None
+            self.health.failed = None
+            self.health.reopens += 1
+            self._partitions.clear()
+            self.epoch += 1
+            self.generation += 1
+
+    def consistent(self, fn: Callable[[], T]) -> T:
+        """Run `fn` (a read, or an idempotent write); if the database was invalidated while it ran,
+        reopen it and run `fn` once more. Its first answer may hold errors that it swallowed (an arm
+        that failed is empty), so even a result that came back is not kept."""
+        epoch = self.epoch
+        try:
+            result = fn()
+        except Exception:
+            if not self._reopened_since(epoch):
+                raise
+            return fn()
+        if self._reopened_since(epoch):
+            return fn()
+        return result
+
+    def _reopened_since(self, epoch: int) -> bool:
+        if self._conns.broken is not None:
+            self.recover()
+        return self.epoch != epoch
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def transaction(self) -> Iterator[Cursor]:
         """One writer at a time inside this process; all or nothing."""
         with self._write_lock:
             cur = self.cursor()
@@ -73,13 +210,25 @@ class Store:
             try:
                 yield cur
             except BaseException:
-                cur.execute("ROLLBACK")
+                try:
+                    cur.execute("ROLLBACK")
+                except duckdb.Error:
+                    if self._conns.broken is None:
+                        raise
+                    # An invalidated database has already discarded the transaction; the caller's
+                    # error is the one to report.
                 raise
             cur.execute("COMMIT")
             self.generation += 1
 
     def close(self) -> None:
-        self._root.close()
+        with self._reopen_lock:
+            for conn in [*self._opened, self._root]:
+                try:
+                    conn.close()
+                except duckdb.Error:
+                    pass
+            self._opened = weakref.WeakSet()
 
     def __enter__(self) -> Store:
         return self
@@ -107,7 +256,7 @@ class Store:
             self._partitions[(org, workspace)] = str(row[0])
         return row[0] if row else None
 
-    def ensure_partition(self, cur: duckdb.DuckDBPyConnection, org: str, workspace: str) -> str:
+    def ensure_partition(self, cur: Cursor, org: str, workspace: str) -> str:
         """Create the partition inside the caller's transaction if it is new."""
         row = cur.execute(
             "SELECT schema_name FROM main.partitions WHERE org = ? AND workspace = ?", [org, workspace]

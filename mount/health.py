@@ -1,0 +1,92 @@
+"""The daemon's health verdict: whether it can serve, said plainly, for `recallfs status` and index.md.
+
+Pure: `verdict(...)` turns what the daemon knows into one state and the sentences behind it.
+- failing: the daemon cannot serve (the database is invalidated and could not be reopened, or requests
+  keep failing unexpectedly);
+- degraded: it serves, with something missing (an index behind, the semantic arm failing, an
+  unexpected error a moment ago);
+- ok: neither. A reopen after a DuckDB fatal error that succeeded is reported as a note, not a problem:
+  nothing was lost (committed data is in the store's write-ahead log) and the daemon serves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+ERROR_WINDOW_S = 60.0  # unexpected errors are counted over this window
+FAILING_ERRORS = 3  # this many in the window: failing (one or two: degraded)
+# Semantic-arm states that mean something is broken, rather than chosen (off) or transient (warming).
+SEMANTIC_PROBLEMS = frozenset({"error", "model-missing"})
+
+
+@dataclass(slots=True)
+class Verdict:
+    state: str  # ok | degraded | failing
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "problems": list(self.problems), "notes": list(self.notes)}
+
+    def line(self) -> str:
+        """'ok', or the state and its problems in one line."""
+        return self.state if not self.problems else f"{self.state}: {'; '.join(self.problems)}"
+
+
+class ErrorWindow:
+    """Timestamps of recent unexpected errors (trio thread only)."""
+
+    def __init__(self, window_s: float = ERROR_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._times: deque[float] = deque()
+
+    def add(self, now: float | None = None) -> None:
+        self._times.append(time.monotonic() if now is None else now)
+
+    def count(self, now: float | None = None) -> int:
+        now = time.monotonic() if now is None else now
+        while self._times and now - self._times[0] > self.window_s:
+            self._times.popleft()
+        return len(self._times)
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "?"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def verdict(
+    *,
+    store: dict[str, Any],
+    recent_errors: int,
+    last_error: str | None,
+    semantic_reason: str | None,
+    index_problems: Iterable[str] = (),
+) -> Verdict:
+    """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any)."""
+    failing: list[str] = []
+    degraded: list[str] = []
+    notes: list[str] = []
+    if store.get("failed"):
+        failing.append(str(store["failed"]))
+    elif store.get("broken"):
+        failing.append(f"the database was invalidated by a DuckDB fatal error ({store['broken']}); reopening it")
+    if recent_errors >= FAILING_ERRORS:
+        failing.append(f"{recent_errors} unexpected errors in the last {ERROR_WINDOW_S:.0f} s (last: {last_error})")
+    elif recent_errors:
+        degraded.append(f"{recent_errors} unexpected error(s) in the last {ERROR_WINDOW_S:.0f} s "
+                        f"(last: {last_error})")
+    if semantic_reason in SEMANTIC_PROBLEMS:
+        degraded.append(f"the semantic arm is not running ({semantic_reason}); recall is lexical only")
+    degraded.extend(index_problems)
+    if store.get("reopens"):
+        notes.append(f"reopened the database {store['reopens']} time(s) after a DuckDB fatal error "
+                     f"(last at {_when(store.get('last_fatal_at'))}: {store.get('last_fatal')}); nothing was lost")
+    state = "failing" if failing else "degraded" if degraded else "ok"
+    return Verdict(state, failing + degraded, notes)

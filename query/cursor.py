@@ -1,0 +1,91 @@
+"""A thread's DuckDB connection, wrapped so that a fatal DuckDB error reaches its store.
+
+DuckDB invalidates the whole database after an internal error ("database has been invalidated because
+of a previous fatal error"): every later query on every connection fails until the database is opened
+again. Callers catch DuckDB errors in many places (an arm that fails empties itself, an entity card is
+an extra), so the store could not learn of it from them. Every query passes through `Cursor`, which
+tells the store (`on_error`) and lets the error go on as before; the store then reopens the database
+(query/store.py, `Store.recover`).
+
+`on_enter`/`on_exit` bracket each call into DuckDB, so the store can wait until no thread is inside
+DuckDB before it closes the connections (closing a connection under a running call is not safe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
+import numpy as np
+
+FATAL_TYPES: tuple[type[BaseException], ...] = (duckdb.FatalException, duckdb.InternalException)
+INVALIDATED = "database has been invalidated"
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether DuckDB has (or will have) invalidated the database because of `exc`."""
+    return isinstance(exc, FATAL_TYPES) or INVALIDATED in str(exc)
+
+
+class Hooks:
+    """What a Cursor reports to its store. The default does nothing (a bare connection's behaviour)."""
+
+    def on_enter(self) -> None:
+        return None
+
+    def on_exit(self) -> None:
+        return None
+
+    def on_error(self, exc: BaseException) -> None:
+        return None
+
+
+class Cursor:
+    """The subset of DuckDBPyConnection recallfs uses, with every call reported to `hooks`."""
+
+    __slots__ = ("_conn", "_hooks")
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, hooks: Hooks) -> None:
+        self._conn = conn
+        self._hooks = hooks
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self._hooks.on_enter()
+        try:
+            return fn(*args)
+        except duckdb.Error as exc:
+            self._hooks.on_error(exc)
+            raise
+        finally:
+            self._hooks.on_exit()
+
+    def execute(self, query: str, parameters: object = None) -> Cursor:
+        self._call(self._conn.execute, query, parameters)
+        return self
+
+    def executemany(self, query: str, parameters: object) -> Cursor:
+        self._call(self._conn.executemany, query, parameters)
+        return self
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._call(self._conn.fetchall)  # type: ignore[no-any-return]
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._call(self._conn.fetchone)  # type: ignore[no-any-return]
+
+    def fetchnumpy(self) -> dict[str, np.ndarray]:
+        return self._call(self._conn.fetchnumpy)  # type: ignore[no-any-return]
+
+    def register(self, name: str, data: object) -> Cursor:
+        self._call(self._conn.register, name, data)
+        return self
+
+    def unregister(self, name: str) -> Cursor:
+        self._call(self._conn.unregister, name)
+        return self
+
+    @property
+    def raw(self) -> duckdb.DuckDBPyConnection:
+        """The wrapped connection (for closing it)."""
+        return self._conn
