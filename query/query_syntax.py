@@ -189,3 +189,13 @@ def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
         errors.append("since: is after until: so nothing could match; both were ignored")
         opts.since = opts.until = None
     return ParsedQuery(text=" ".join(words), options=opts, errors=errors)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD. A name that is not valid UTF-8 reaches us
+    with its bad bytes as surrogates (Python's surrogateescape); they cannot be encoded, tokenized or
+    written out, so the query runs on what can be read of it."""
+    return _LONE_SURROGATE.sub("\ufffd", text)

@@ -17,7 +17,7 @@ from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms, score_indexed, search_calibrated
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
-from recallfs.query.query_syntax import RecallOptions, parse_query
+from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.shaping import EntityCard, apply_stages, entity_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
@@ -186,6 +186,7 @@ def recall(
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
     timer = _Timer()
     t_start = time.perf_counter()
+    query = well_formed(query)
     parsed = parse_query(query, now=now)
     opts = (options or RecallOptions()).merged(parsed.options)
     k = opts.k or k
