@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from recallfs.mount.registry import RuntimeDirError
 from recallfs.query import settings as settings_mod
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -202,7 +203,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     try:  # waits while another command holds the store; None when a mount daemon holds it
         store = control.open_unless_mounted(cfg["store"], lambda: Store(cfg["store"], create=True))
-    except StoreError as exc:
+    except (StoreError, control.ControlError) as exc:  # ControlError: a socket there we must not trust
         raise CliError(str(exc)) from None
     if store is None:
         return _ingest_via_daemon(args, cfg, org, ws, agent)
@@ -484,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _start_warmup(args)
     try:
         return COMMANDS[args.command](args)
-    except CliError as exc:
+    except (CliError, RuntimeDirError) as exc:
         print(f"recallfs {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -6,7 +6,9 @@ while a store is mounted the daemon does the work itself: it runs the same `inge
 `recall` the CLI runs, in its worker threads, and invalidates the kernel's cache afterwards.
 
 Protocol: one JSON object per line in, one JSON object per line out, one request per connection.
-Replies are {"ok": true, ...} or {"ok": false, "error": "..."}. The socket is mode 0600.
+Replies are {"ok": true, ...} or {"ok": false, "error": "..."}. Who may use the socket, on either end,
+is checked with the kernel's peer credentials (control_auth.py): the socket is mode 0600, or 0666 on a
+--map-uid mount, whose users are then told apart by uid.
 """
 
 from __future__ import annotations
@@ -23,22 +25,26 @@ from typing import Any
 
 import trio
 
-from recallfs.mount.registry import socket_path
+from recallfs.mount.control_auth import Access, ControlError, check_listener, check_socket_file, peer_of
+from recallfs.mount.registry import RuntimeDirError, socket_path
+from recallfs.scope.principal import Principal
 
+__all__ = ["ControlError", "ControlServer", "open_unless_mounted", "options_payload", "request"]
 log = logging.getLogger("recallfs.mount.control")
 MAX_REQUEST = 1 << 20
 LOCK_WAIT_S = 120.0  # how long a CLI command waits for a store another process holds
-
-
-class ControlError(RuntimeError):
-    """The daemon answered with an error; the message is for the user."""
+READ_REQUEST_S = 60.0  # a client sends its one line as soon as it connects; do not wait on one forever
 
 
 # -- client (the CLI side; plain blocking sockets) ---------------------------------------------------
 def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any] | None:
-    """Send one request to the daemon holding `store`. None when no daemon listens there."""
-    path = socket_path(store)
-    if not path.exists():
+    """Send one request to the daemon holding `store`. None when no daemon listens there; ControlError
+    when one that is not the caller's or root's does (nothing is sent to it)."""
+    try:
+        path = socket_path(store)
+    except RuntimeDirError as exc:
+        raise ControlError(str(exc)) from None
+    if not check_socket_file(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
@@ -47,6 +53,10 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
             sock.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError):
             return None  # a stale socket from a daemon that died
+        except PermissionError:
+            raise ControlError(f"cannot connect to {path}: permission denied (the daemon serving this store "
+                               "accepts its own user and root, and on a --map-uid mount the mapped uids)") from None
+        check_listener(path, sock)
         sock.sendall(json.dumps(payload).encode() + b"\n")
         chunks = []
         while True:
@@ -109,15 +119,21 @@ def _options(payload: dict[str, Any]) -> Any:
 
 # -- server (inside the daemon, on trio) ---------------------------------------------------------------
 class ControlServer:
-    def __init__(self, ops: Any, state: dict[str, Any], settings: dict[str, Any]) -> None:
+    """`uid_map` and `principal`: the mount's --map-uid and principal, which decide who may ask what and
+    as whom a recall is answered (control_auth.Access)."""
+
+    def __init__(self, ops: Any, state: dict[str, Any], settings: dict[str, Any], *,
+                 uid_map: dict[int, str] | None = None, principal: Principal | None = None) -> None:
         self.ops = ops
         self.state = state  # pid, mountpoint, store, principal ...
         self.settings = settings
         self.started = time.time()
+        self.access = Access(os.geteuid(), dict(uid_map or {}), principal)
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old_umask = os.umask(0o177)  # the socket is created 0600: only the owner may ingest or recall
+        # The mode is set at bind through the umask: a chmod afterwards would leave a window.
+        old_umask = os.umask(0o777 & ~self.access.socket_mode)
         try:
             await sock.bind(str(path))
         finally:
@@ -131,16 +147,20 @@ class ControlServer:
         # Everything is caught: an exception here would end serve_listeners and with it the daemon.
         try:
             async with stream:
+                uid = peer_of(stream.socket).uid
                 raw = b""
-                while not raw.endswith(b"\n"):
-                    chunk = await stream.receive_some(1 << 16)
-                    if not chunk:
-                        return
-                    raw += chunk
-                    if len(raw) > MAX_REQUEST:
-                        raise ControlError("request too large")
+                with trio.move_on_after(READ_REQUEST_S):
+                    while not raw.endswith(b"\n"):
+                        chunk = await stream.receive_some(1 << 16)
+                        if not chunk:
+                            return
+                        raw += chunk
+                        if len(raw) > MAX_REQUEST:
+                            raise ControlError("request too large")
+                if not raw.endswith(b"\n"):
+                    return
                 try:
-                    reply = await self.dispatch(json.loads(raw))
+                    reply = await self.dispatch(json.loads(raw), uid)
                 except ControlError as exc:
                     reply = {"ok": False, "error": str(exc)}
                 except Exception as exc:
@@ -153,15 +173,18 @@ class ControlServer:
         except Exception:
             log.exception("control connection failed")
 
-    async def dispatch(self, req: dict[str, Any]) -> dict[str, Any]:
+    async def dispatch(self, req: dict[str, Any], uid: int | None = None) -> dict[str, Any]:
+        """Answer one request from `uid` (the peer's, from the kernel; None: in process, as the owner)."""
         op = req.get("op")
+        uid = self.access.owner if uid is None else uid
+        self.access.admit(uid, op)  # before anything is done
         if op == "ping":
             return {"ok": True, **self.state, "uptime_s": round(time.time() - self.started, 1),
                     "health": self.ops.health()}
         if op == "ingest":
             return await self._ingest(req)
         if op == "recall":
-            return await self._recall(req)
+            return await self._recall(req, self.access.recall_principal(uid, req))
         if op == "counts":
             return {"ok": True, "workspaces": await self.ops._sync(self._counts)}
         raise ControlError(f"unknown request {op!r}")
@@ -183,13 +206,11 @@ class ControlServer:
             raise ControlError(f"ingest refused, nothing written: {exc}") from None
         return {"ok": True, "report": report.as_dict()}
 
-    async def _recall(self, req: dict[str, Any]) -> dict[str, Any]:
+    async def _recall(self, req: dict[str, Any], principal: Principal) -> dict[str, Any]:
         from recallfs.query.formats import RENDERERS
         from recallfs.query.recall import recall
         from recallfs.query.settings import ranking_kwargs
-        from recallfs.scope.principal import Principal
 
-        principal = Principal(req["org"], req["workspace"], req["agent"])
         fmt = req.get("format", "text")
         if fmt not in RENDERERS:
             raise ControlError(f"unknown format {fmt!r}")

@@ -274,7 +274,8 @@ def serve(config: MountConfig) -> int:
     )
     registry.write_state(state)
     control = ControlServer(ops, {"pid": state.pid, "mountpoint": mountpoint, "store": state.store,
-                                  "principal": p.workspace_path, "agent": agent}, cfg)
+                                  "principal": p.workspace_path, "agent": agent}, cfg,
+                            uid_map=config.uid_map, principal=p)
     code = 0
     try:
         trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {_who(config)}")

@@ -2,6 +2,8 @@
 
 - One JSON state file per mount point in the runtime directory ($XDG_RUNTIME_DIR/recallfs, else
   /tmp/recallfs-<uid>): pid, store, principal, control socket, log file. `recallfs status` reads them.
+  A runtime directory someone else owns, or others may write, is refused: they could plant state files
+  or, for long store paths, the control socket (/tmp is everyone's, so /tmp/recallfs-0 may be anyone's).
 - The mount table (/proc/self/mountinfo) says whether a point is mounted; reading it never enters the
   file system, so a hung or dead mount cannot hang the caller.
 - The control socket lives next to the store (`<store>.sock`), or in the runtime directory when that
@@ -15,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import threading
 from dataclasses import asdict, dataclass
@@ -23,11 +26,37 @@ from pathlib import Path
 SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes; keep a margin
 
 
+class RuntimeDirError(RuntimeError):
+    """The runtime directory cannot be trusted; the message says why and what to do."""
+
+
 def runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR")
     path = Path(base) / "recallfs" if base else Path(f"/tmp/recallfs-{os.getuid()}")
-    (path / "mounts").mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for directory in (path, path / "mounts"):
+        _private_dir(directory)
     return path
+
+
+def _private_dir(path: Path) -> None:
+    """Create `path` (0700), or accept an existing one only if it is a directory of the caller's that no
+    one else may write (checked after mkdir, with lstat: a symlink is not followed)."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        why = "it is a symbolic link" if stat.S_ISLNK(st.st_mode) else "it is not a directory"
+    elif st.st_uid != os.geteuid():
+        why = f"it belongs to uid {st.st_uid}, not to you"
+    elif st.st_mode & 0o022:
+        why = f"others may write in it (mode {stat.S_IMODE(st.st_mode):o})"
+    else:
+        return
+    raise RuntimeDirError(f"refusing to use the runtime directory {path}: {why}; remove it, or set "
+                          "XDG_RUNTIME_DIR to a directory of your own")
 
 
 def _key(text: str) -> str:

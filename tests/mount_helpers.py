@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +110,46 @@ def stop_mount(mount: Mount) -> None:
         run_cli("umount", str(mount.path), env=mount.env, timeout=60)
     if is_mounted(mount.path):
         subprocess.run(["fusermount3", "-u", "-z", str(mount.path)], capture_output=True, timeout=30)
+
+
+# Runs the real CLI (or one control request) as another uid. The venv's interpreter lives under /root,
+# which other users cannot enter, so the process starts as root, imports what the commands load lazily,
+# then drops to the uid (and its group, no others) before doing anything: the kernel then reports that uid
+# as the peer on the control socket, as it would for that user's own `recallfs`.
+_AS_UID = """
+import json, os, sys
+import recallfs.mount.cli, recallfs.mount.control, recallfs.mount.daemon
+import recallfs.query.formats, recallfs.query.ingest_file, recallfs.query.recall, recallfs.query.store
+uid, gid, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
+if mode == "cli":
+    sys.exit(recallfs.mount.cli.main(sys.argv[4:]))
+try:
+    print(json.dumps(recallfs.mount.control.request(sys.argv[4], json.loads(sys.argv[5]), timeout=120)))
+except recallfs.mount.control.ControlError as exc:
+    print(json.dumps({"refused": str(exc)}))
+"""
+
+
+def run_cli_as(uid: int, *args: str, env: dict[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`recallfs ARGS` in a process running as `uid` (semantic arm off: a routed command does not use it)."""
+    return _as_uid(uid, ["cli", *args], {**(env or {}), "RECALLFS_SEMANTIC": "false"}, timeout)
+
+
+def request_as(uid: int, store: Path, payload: dict) -> dict:
+    """One raw control request as `uid`: the daemon's reply, None (no daemon) or {"refused": why}."""
+    proc = _as_uid(uid, ["request", str(store), json.dumps(payload)], {}, 180)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _as_uid(uid: int, args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    gid = pwd.getpwuid(uid).pw_gid
+    return subprocess.run([sys.executable, "-c", _AS_UID, str(uid), str(gid), *args], capture_output=True,
+                          text=True, env={**os.environ, **env}, timeout=timeout, stdin=subprocess.DEVNULL, cwd="/")
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:

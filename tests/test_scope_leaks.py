@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mount_helpers import Mount, needs_fuse, stop_mount, wait_until
+from mount_helpers import Mount, needs_fuse, run_cli_as, stop_mount, wait_until
 from scope_leak_data import GUEST_POLICY, ORG, READERS, WS, Family, all_records, hidden, visible_records
 
 from recallfs.mount.names import encode_value, fact_name
@@ -197,11 +197,15 @@ def check_reader(matrix: Matrix, reader: str, clean: dict, *, compare_totals: bo
             assert ids == clean["ids"][query], query
 
 
-def cli_recall(env: dict[str, str], reader: str, own: list[tuple[str, str]]) -> list[str]:
-    """The CLI's recall (through the daemon's control socket when mounted), as JSON."""
+def cli_recall(env: dict[str, str], reader: str, own: list[tuple[str, str]], uid: int | None = None) -> list[str]:
+    """The CLI's recall (through the daemon's control socket when mounted), as JSON. On a --map-uid mount
+    it runs as the reader's uid: the daemon answers as the caller's mapped agent, and refuses root."""
     out = []
     for query, _ in own[:: max(1, len(own) // 6)]:
-        proc = run_cli("recall", "--format", "json", "--agent", reader, query, env=env, check=True)
+        args = ("recall", "--format", "json", "--agent", reader, query)
+        proc = run_cli(*args, env=env) if uid is None else run_cli_as(uid, *args, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["agent"] == reader
         out.append(proc.stdout)
     return out
 
@@ -273,7 +277,7 @@ def test_leak_matrix_uid_mapped_mount_with_semantic_arm(world: dict) -> None:
             matrix = Matrix(mount.path, USERS[reader], env)
             check_reader(matrix, reader, world["clean"][reader], compare_totals=False)
             own = reader_queries(reader)
-            outputs = cli_recall(env, reader, own)
+            outputs = cli_recall(env, reader, own, uid=world["uids"][reader])
             assert leaks(outputs, reader, own) == []
             assert all(not json.loads(o)["degraded"] for o in outputs), "the FAISS channel did not run"
             reads += matrix.reads + len(outputs)
