@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "same as recent:")
     p.add_argument("--budget", help="fit the hits in about this many tokens, chosen by MMR; same as budget:")
 
-    p = sub.add_parser("reindex", help="re-embed memories with the configured model; rebuild FAISS indexes")
+    p = sub.add_parser("reindex", help="rebuild the full-text indexes; re-embed memories with the configured model; "
+                       "rebuild FAISS indexes")
     _store_args(p, workspace=False, agent=False)
     p.add_argument("--force", action="store_true", help="re-embed every memory, even those already embedded")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
@@ -230,6 +231,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     print(
         f"ingested {args.file}: {summary['written']} written ({summary['new_versions']} new versions), "
         f"{summary['unchanged']} unchanged, into {', '.join(summary['workspaces']) or '-'}"  # type: ignore[arg-type]
+        + _repaired(summary)
     )
     return EXIT_OK
 
@@ -250,6 +252,7 @@ def _ingest_via_daemon(args: argparse.Namespace, cfg: dict[str, Any], org: str, 
     print(
         f"ingested {args.file}: {summary['written']} written ({summary['new_versions']} new versions), "
         f"{summary['unchanged']} unchanged, into {', '.join(summary['workspaces']) or '-'} (through the mount daemon)"
+        + _repaired(summary)
     )
     return EXIT_OK
 
@@ -351,6 +354,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     embedder = embedder_from_settings(cfg)
     store = open_store(cfg)
     with store:
+        print(_reindex_fts(store), flush=True)  # needs no model: done even when the vectors cannot be redone
         if not embedder.wait_ready():
             raise CliError(f"cannot reindex: {embedder.problem}")
         with embed_bar(not args.no_progress) as progress:
@@ -364,6 +368,22 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     if not cfg["semantic"]:
         print("note: the semantic arm is off (RECALLFS_SEMANTIC=false); recall will not use these vectors")
     return EXIT_OK
+
+
+def _reindex_fts(store: Any) -> str:
+    """Rebuild every full-text index; say how many, and which were behind (left so by a stopped ingest)."""
+    from recallfs.query.fts_freshness import rebuild_all_fts
+
+    rebuilt, stale = rebuild_all_fts(store)
+    were = "that was" if len(stale) == 1 else "that were"
+    behind = f"; repaired {len(stale)} {were} behind: " + ", ".join(s.describe() for s in stale) if stale else ""
+    return f"rebuilt {rebuilt} full-text indexes{behind}"
+
+
+def _repaired(summary: dict[str, Any]) -> str:
+    """The ingest message's tail when it also rebuilt full-text indexes an earlier ingest left behind."""
+    repaired = summary.get("fts_repaired") or []
+    return f"; repaired the full-text index of {', '.join(repaired)}" if repaired else ""
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -233,6 +233,7 @@ def serve(config: MountConfig) -> int:
 
     from recallfs.mount.concurrency import GuardedStore
     from recallfs.mount.control import ControlServer
+    from recallfs.query.fts_freshness import repair_fts
     from recallfs.query.store import StoreError, StoreLockedError
 
     cfg = config.settings
@@ -252,6 +253,7 @@ def serve(config: MountConfig) -> int:
         ready.fail(str(exc))
         return 1
     try:
+        repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
         semantic = _semantic_arm(cfg)
         ops = _make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do

@@ -42,6 +42,7 @@ from recallfs.mount.health import ErrorWindow, Verdict, verdict
 from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable, Node
 from recallfs.mount.names import NameTooLong
 from recallfs.mount.paths import RESULTS_DIR, Kind, Match, resolve
+from recallfs.query.repairs import index_health
 
 log = logging.getLogger("recallfs.mount")
 P = ParamSpec("P")
@@ -661,4 +662,5 @@ class MountOps(pyfuse3.Operations):
             "degraded_reason": None if self.semantic_ready else self.degraded_reason,
             "open_files": len(self.files),
             "open_dirs": len(self.dirs),
+            **index_health(),  # derived indexes this process found behind or damaged, and rebuilt
         }

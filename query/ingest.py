@@ -33,6 +33,8 @@ class IngestReport:
     new_versions: int = 0
     partitions: set[tuple[str, str]] = field(default_factory=set)
     written_rids: dict[str, list[int]] = field(default_factory=dict)  # schema.table -> rids
+    # full-text indexes found behind (an earlier ingest stopped before rebuilding them) and rebuilt
+    fts_repaired: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -41,6 +43,7 @@ class IngestReport:
             "unchanged": self.unchanged,
             "new_versions": self.new_versions,
             "workspaces": sorted(f"{o}/{w}" for o, w in self.partitions),
+            "fts_repaired": list(self.fts_repaired),
         }
 
 

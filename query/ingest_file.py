@@ -9,12 +9,13 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from recallfs.query.fts_freshness import rebuild_fts, record_repairs, stale_fts
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
-from recallfs.query.lexical import build_fts
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 
@@ -62,13 +63,17 @@ def refresh_indexes(
     embed_progress: Progress | None = None,
     bar: bool = False,
 ) -> None:
-    """Rebuild the FTS index of every table the batch touched (rows stay findable meanwhile), then
-    embed the rows of the batch's workspaces that have no vector from the model yet."""
-    touched = {tuple(key.split(".", 1)) for key in report.written_rids}
-    if touched:
-        with store.transaction() as cur:
-            for schema, table in sorted(touched):
-                build_fts(cur, schema, table)
+    """Rebuild the FTS index of every table that is behind (rows stay findable meanwhile): those the
+    batch wrote, and any an earlier ingest left behind (killed between its commit and this step), which
+    are reported as repairs. Then embed the rows of the batch's workspaces that have no vector from the
+    model yet."""
+    behind = stale_fts(store)
+    rebuild_fts(store, behind)
+    written = {key: len(rids) for key, rids in report.written_rids.items()}
+    lagging = [replace(s, rows_behind=s.rows_behind - written.get(s.key, 0))
+               for s in behind if s.rows_behind > written.get(s.key, 0)]
+    record_repairs(lagging)
+    report.fts_repaired = [s.describe() for s in lagging]
     embed_new_rows(store, report, embedder=_resolve_embedder(embedder), progress=embed_progress, bar=bar)
 
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from recallfs.query.derived import LruCache, store_state
+from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms, score_indexed, search_calibrated
 from recallfs.query.lexical import search as lexical_search
@@ -215,6 +216,9 @@ def recall(
         return result
 
     cur = store.cursor()
+    behind = behind_note(store, schema) if arm in ("lexical", "fused") else None
+    if behind:
+        notes.append(behind)
     where, params = scope_clause(principal, schema, opts)
     terms = query_terms(parsed.text)
     lists: dict[str, list[int]] = {}

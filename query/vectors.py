@@ -4,21 +4,20 @@
   store's model and dimension. A model whose identity or dimension differs from the stored one is
   refused with a message that names `recallfs reindex`.
 - One FAISS `IndexIDMap2(IndexFlatIP)` per (partition, table), keyed by rid, persisted under
-  `<store>.faiss/` with a stamp (store uuid, model, epoch, count, max rid). A missing or stale index
-  is rebuilt from DuckDB; rows appended since the stamp are added without a rebuild.
+  `<store>.faiss/` with a stamp (store uuid, model, epoch, count, max rid, and the file's sha256:
+  query/faiss_files.py). A missing or stale index is rebuilt from DuckDB; rows appended since the
+  stamp are added without a rebuild. A damaged file (checksum, size, unreadable, missing beside its
+  stamp) is rebuilt too, logged as a warning and recorded (`VectorIndexes.repairs`, query/repairs.py).
 - Searches are restricted to the rids the gate allows, through an IDSelectorBitmap over rids.
 - Cosine (inner product of unit vectors) is reported as (1 + cos) / 2, in 0..1.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,14 +25,17 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from recallfs.query import faiss_files
 from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.embedder import Embedder, Progress
 from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.repairs import REPAIRS, Repair
 from recallfs.query.store import Store
 
 log = logging.getLogger("recallfs.vectors")
 
 VECTORS = "vectors"
+REPAIRS_KEPT = 20
 BACKGROUND_SAMPLE = 512  # vectors sampled per partition for the query's background similarity
 BACKGROUND_MIN = 32  # below this a partition has no meaningful background: only the cosine floor applies
 WRITE_BATCH = 2048  # rows embedded per transaction: an interrupted run keeps what it finished
@@ -457,6 +459,7 @@ class VectorIndexes:
         self._background: dict[tuple[Any, ...], tuple[np.ndarray | None]] = {}
         self._stored: dict[tuple[Any, ...], StoredModel | None] = {}
         self.rebuilds = 0  # full builds from DuckDB (tests read this)
+        self.repairs: list[Repair] = []  # damaged index files this object found and rebuilt (the latest)
 
     # -- index life cycle --------------------------------------------------------------------------
     def stored(self, store: Store) -> StoredModel | None:
@@ -489,7 +492,13 @@ class VectorIndexes:
             entry.checked = store_state(store)
             self._save(store, schema, table, entry)
             return entry
-        entry = self._load_saved(store, schema, table, stamp) or self._build(store, schema, table, stamp)
+        loaded, damage = self._load_saved(store, schema, table, stamp)
+        if loaded is not None:
+            entry = loaded
+        elif damage is not None:
+            entry = self._repair(store, schema, table, stamp, damage)
+        else:
+            entry = self._build(store, schema, table, stamp)
         entry.checked = store_state(store)
         with self._lock:
             self._indexes[key] = entry
@@ -520,41 +529,62 @@ class VectorIndexes:
         self._save(store, schema, table, entry)
         return entry
 
+    def _repair(self, store: Store, schema: str, table: str, stamp: Stamp, damage: str) -> _TableIndex:
+        """Rebuild a damaged index from the vectors in DuckDB (the source of truth), and say so. A rebuild
+        that fails is recorded and raised: the semantic arm then degrades rather than answer without it."""
+        what = f"{_workspace_of(store, schema)} {table}"
+        try:
+            entry = self._build(store, schema, table, stamp)
+        except Exception as exc:
+            log.error("the FAISS index of %s is damaged (%s) and could not be rebuilt: %s", what, damage, exc)
+            self._record(Repair("faiss", what, f"{damage}; rebuild failed: {exc}", ok=False))
+            raise
+        log.warning("the FAISS index of %s was damaged (%s); rebuilt from the %d vectors in the store",
+                    what, damage, entry.ntotal)
+        self._record(Repair("faiss", what, damage))
+        return entry
+
+    def _record(self, repair: Repair) -> None:
+        with self._lock:
+            self.repairs.append(repair)
+            del self.repairs[:-REPAIRS_KEPT]
+        REPAIRS.record(repair)
+
     def _paths(self, store: Store, schema: str, table: str) -> tuple[Path, Path]:
         base = index_dir(store)
         return base / f"{schema}.{table}.index", base / f"{schema}.{table}.stamp.json"
 
-    def _load_saved(self, store: Store, schema: str, table: str, stamp: Stamp) -> _TableIndex | None:
+    def _load_saved(self, store: Store, schema: str, table: str, stamp: Stamp) -> tuple[_TableIndex | None, str | None]:
+        """(the persisted index, if it is the one for `stamp` and intact; else why it is damaged, if it is)."""
         if not self.persist:
-            return None
+            return None, None
         index_path, stamp_path = self._paths(store, schema, table)
-        try:
-            saved = Stamp(**json.loads(stamp_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError):
-            return None
-        if saved != stamp:
-            return None
-        try:
-            index = _faiss().read_index(str(index_path))
-        except Exception as exc:  # a damaged cache file is rebuilt, not fatal
-            log.warning("ignoring unreadable FAISS index %s: %s", index_path, exc)
-            return None
+        loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), _faiss().read_index)
+        if loaded.unverified:
+            log.info("rebuilding FAISS index %s: written without a checksum (an older recallfs)", index_path)
+        if loaded.index is None:
+            return None, loaded.damage
+        index = loaded.index
         if int(index.ntotal) != stamp.count or int(index.d) != stamp.dim:
-            return None
-        return _TableIndex(index, stamp)
+            return None, f"the index holds {int(index.ntotal)} {int(index.d)}-d vectors, its stamp says " \
+                         f"{stamp.count} {stamp.dim}-d"
+        return _TableIndex(index, stamp), None
 
     def _save(self, store: Store, schema: str, table: str, entry: _TableIndex) -> None:
-        """Write the index, then its stamp, each atomically: a crash leaves an index that reads as stale."""
+        """Write the index, then its stamp with the file's checksum (query/faiss_files.py)."""
         if not self.persist:
             return
         index_path, stamp_path = self._paths(store, schema, table)
+        written: dict[str, Any] = {}  # the stamp, filled while the index is written (save() reads it after)
+
+        def write_index(tmp: str) -> None:
+            with entry.lock:  # the stamp that goes with exactly the rows written
+                _faiss().write_index(entry.cpu, tmp)
+                written.update(_stamp_dict(entry.stamp))
+
         try:
-            index_path.parent.mkdir(parents=True, exist_ok=True)
-            with entry.lock:
-                _atomic_write(index_path, lambda tmp: _faiss().write_index(entry.cpu, tmp))
-            body = json.dumps(_stamp_dict(entry.stamp))
-            _atomic_write(stamp_path, lambda tmp: Path(tmp).write_text(body, encoding="utf-8"))
-        except OSError as exc:  # a read-only directory: the index stays in memory for this process
+            faiss_files.save(index_path, stamp_path, write_index, written)
+        except (OSError, RuntimeError) as exc:  # a read-only directory: the index stays in memory
             log.warning("cannot persist FAISS index under %s: %s", index_path.parent, exc)
 
     # -- background --------------------------------------------------------------------------------
@@ -648,15 +678,10 @@ def _stamp_dict(stamp: Stamp) -> dict[str, Any]:
     return {name: getattr(stamp, name) for name in Stamp.__dataclass_fields__}
 
 
-def _atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _workspace_of(store: Store, schema: str) -> str:
+    row = store.cursor().execute(
+        "SELECT org || '/' || workspace FROM main.partitions WHERE schema_name = ?", [schema]).fetchone()
+    return str(row[0]) if row else schema
 
 
 _SHARED_INDEXES = VectorIndexes()

@@ -1,0 +1,155 @@
+"""Whether each table's full-text index covers its rows, and rebuilding the ones that do not.
+
+The FTS index does not see inserts: an ingest commits its rows, then rebuilds the index of the tables it
+wrote in a second transaction (query/ingest_file.py). A process killed between the two leaves the rows in
+the store and the index behind them. The lexical arm still finds such rows, by substring, but scores them
+by the share of the query's words they contain, not by BM25, so they rank wrongly until a rebuild.
+`main.fts_state` records the highest rid each index covers, so a behind index costs one cheap count
+per table to find.
+
+Every open for writing rebuilds what is behind: the mount daemon at start, every ingest (an unchanged
+re-ingest included) and `recallfs reindex`, each saying what it repaired (a warning in the log, and
+query/repairs.py for health reports). A read-only recall cannot rebuild; it says so in a note.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import duckdb
+
+from recallfs.query.derived import LruCache, store_state
+from recallfs.query.lexical import build_fts, fts_schema
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.repairs import REPAIRS, Repair
+from recallfs.query.store import Store
+
+log = logging.getLogger("recallfs.fts")
+
+
+@dataclass(frozen=True, slots=True)
+class StaleIndex:
+    """A table whose FTS index is missing rows (or missing altogether while the table has rows)."""
+
+    schema: str
+    table: str
+    rows_behind: int
+    workspace: str  # org/workspace, for messages
+
+    @property
+    def key(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def describe(self) -> str:
+        return f"{self.workspace} {self.table} ({_rows(self.rows_behind)} behind)"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"workspace": self.workspace, "table": self.table, "rows_behind": self.rows_behind}
+
+
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def stale_fts(store: Store, *, schemas: Iterable[str] | None = None) -> list[StaleIndex]:
+    """Every (partition, table) whose FTS index is behind its table: rows above the index's watermark, or
+    rows and no index. One query over all tables (rid is ascending in storage, so counting rows above a
+    watermark skips the row groups below it); works on a read-only store."""
+    cur = store.cursor()
+    wanted = None if schemas is None else set(schemas)
+    partitions = [(str(s), f"{o}/{w}") for s, o, w in cur.execute(
+        "SELECT schema_name, org, workspace FROM main.partitions ORDER BY schema_name").fetchall()
+        if wanted is None or s in wanted]
+    if not partitions:
+        return []
+    marks = {(str(s), str(t)): int(w) for s, t, w in cur.execute(
+        "SELECT schema_name, tbl, built_max_rid FROM main.fts_state").fetchall()}
+    built = {str(s) for (s,) in cur.execute("SELECT DISTINCT schema_name FROM duckdb_schemas()").fetchall()}
+    selects: list[str] = []
+    params: list[object] = []
+    for schema, _ in partitions:
+        for table in MEMORY_TABLES:
+            # An index recorded but absent (dropped by hand, say) covers nothing.
+            mark = marks.get((schema, table), 0) if fts_schema(schema, table) in built else 0
+            selects.append(f"SELECT ?::VARCHAR, ?::VARCHAR, count(*) FROM {schema}.{table} WHERE rid > ?")
+            params += [schema, table, mark]
+    names = dict(partitions)
+    rows = cur.execute(" UNION ALL ".join(selects), params).fetchall()
+    return [StaleIndex(str(s), str(t), int(n), names[str(s)]) for s, t, n in rows if n]
+
+
+def rebuild_fts(store: Store, stale: Iterable[StaleIndex]) -> None:
+    """Rebuild these indexes in one transaction (raises what DuckDB raises)."""
+    todo = sorted({(s.schema, s.table) for s in stale})
+    if not todo:
+        return
+    with store.transaction() as cur:
+        for schema, table in todo:
+            build_fts(cur, schema, table)
+
+
+def record_repairs(repaired: Iterable[StaleIndex], *, ok: bool = True, problem: str = "") -> None:
+    """Log and record indexes that were found behind (and rebuilt, unless `ok` is False)."""
+    for s in repaired:
+        if ok:
+            log.warning("the full-text index of %s %s was %s behind its table (an ingest stopped before "
+                        "rebuilding it?); rebuilt", s.workspace, s.table, _rows(s.rows_behind))
+        else:
+            log.error("the full-text index of %s %s is %s behind its table and could not be rebuilt: %s",
+                      s.workspace, s.table, _rows(s.rows_behind), problem)
+        why = f"{_rows(s.rows_behind)} behind" + ("" if ok else f"; rebuild failed: {problem}")
+        REPAIRS.record(Repair("fts", f"{s.workspace} {s.table}", why, ok=ok))
+
+
+def repair_fts(store: Store) -> list[StaleIndex]:
+    """At an open for writing: rebuild every index found behind, and say so. Returns what was rebuilt.
+
+    A rebuild that fails is logged and recorded, not raised: the rows stay findable by substring, and
+    the next open for writing tries again."""
+    stale = stale_fts(store)
+    if not stale:
+        return []
+    try:
+        rebuild_fts(store, stale)
+    except duckdb.Error as exc:
+        record_repairs(stale, ok=False, problem=str(exc).splitlines()[0])
+        return []
+    record_repairs(stale)
+    return stale
+
+
+_BEHIND = LruCache(256)
+
+
+def behind_note(store: Store, schema: str) -> str | None:
+    """For a recall on a read-only store, which cannot rebuild: a note when this partition's index is
+    behind. (A writable store is repaired when it is opened and at every ingest.)"""
+    if not store.read_only:
+        return None
+
+    def compute() -> tuple[StaleIndex, ...]:
+        return tuple(stale_fts(store, schemas=[schema]))
+
+    stale = _BEHIND.get_or_compute((str(store.path), *store_state(store), schema), compute)
+    if not stale:
+        return None
+    parts = ", ".join(f"{s.table} by {_rows(s.rows_behind)}" for s in stale)
+    return (f"the full-text index is behind ({parts}; an ingest stopped before rebuilding it?): those rows "
+            "are found by substring only, without BM25 ranking; `recallfs reindex` (or the next ingest, or "
+            "a mount) rebuilds it")
+
+
+def rebuild_all_fts(store: Store) -> tuple[int, list[StaleIndex]]:
+    """`recallfs reindex`: rebuild every table's index (a sure repair, whatever the watermarks say), and
+    record those that were behind. Returns (indexes rebuilt, those that were behind)."""
+    stale = stale_fts(store)
+    cur = store.cursor()
+    schemas = [str(s) for (s,) in cur.execute("SELECT schema_name FROM main.partitions ORDER BY 1").fetchall()]
+    with store.transaction() as tx:
+        for schema in schemas:
+            for table in MEMORY_TABLES:
+                build_fts(tx, schema, table)
+    record_repairs(stale)
+    return len(schemas) * len(MEMORY_TABLES), stale
