@@ -261,7 +261,7 @@ RECALL_FLAGS = (("kind", "kind"), ("tag", "tag"), ("session", "session"), ("auth
 def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any:
     """RecallOptions from the recall flags, through the same reader as the inline options; times are
     UTC like theirs. A bad value is a CliError naming the flag."""
-    from recallfs.query.query_syntax import RecallOptions, apply_option, utc_now
+    from recallfs.query.query_syntax import RecallOptions, apply_option, shown, utc_now
 
     now = now or utc_now()
     opts = RecallOptions()
@@ -274,7 +274,7 @@ def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any
                 apply_option(opts, option, str(one), now)
             except ValueError as exc:
                 name = "-k" if flag == "k" else f"--{flag}"
-                raise CliError(f"{name} {one}: {exc}") from None
+                raise CliError(f"{name} {shown(str(one))}: {exc}") from None
     if opts.since and opts.until and opts.since > opts.until:
         raise CliError("--since is after --until, so nothing could match")
     return opts
