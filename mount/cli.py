@@ -217,11 +217,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             assert bar is not None
             bar.update(done - bar.n)
 
+    from recallfs.query.ingest_file import IndexRefreshError
+
     try:
         with store:
             report = ingest_records(store, records, progress=progress)
     except IngestError as exc:
         raise CliError(f"ingest refused, nothing written: {exc}") from None
+    except IndexRefreshError as exc:  # the rows are in; the message says what is missing
+        raise CliError(str(exc)) from None
     finally:
         if bar is not None:
             bar.close()

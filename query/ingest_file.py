@@ -12,9 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
+from recallfs.query import diskspace
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
 from recallfs.query.lexical import build_fts
+from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 
@@ -22,6 +26,11 @@ log = logging.getLogger("recallfs.ingest")
 FROM_SETTINGS: Any = "settings"  # embedder argument: the process's embedder for the RECALLFS_* settings
 
 Progress = Callable[[int, int], None]  # (done, total)
+
+
+class IndexRefreshError(RuntimeError):
+    """The batch was written (committed), but the disk filled before its indexes were refreshed.
+    Not an IngestError: that one promises nothing was written."""
 
 
 def load_file(path: Path, fmt: str, *, org: str, workspace: str, agent: str) -> list[MemoryRecord]:
@@ -62,14 +71,61 @@ def refresh_indexes(
     embed_progress: Progress | None = None,
     bar: bool = False,
 ) -> None:
-    """Rebuild the FTS index of every table the batch touched (rows stay findable meanwhile), then
-    embed the rows of the batch's workspaces that have no vector from the model yet."""
-    touched = {tuple(key.split(".", 1)) for key in report.written_rids}
-    if touched:
-        with store.transaction() as cur:
-            for schema, table in sorted(touched):
-                build_fts(cur, schema, table)
+    """Rebuild the FTS index of every table the batch touched, or that an earlier ingest left stale
+    (rows stay findable meanwhile, by substring), then embed the rows of the batch's workspaces that
+    have no vector from the model yet. A full disk is an IndexRefreshError: the rows are in."""
+    touched = {(schema, table) for schema, table in (key.split(".", 1) for key in report.written_rids)}
+    tables = sorted(touched | set(stale_tables(store, report)))
+    if tables:
+        _rebuild_fts(store, report, tables)
     embed_new_rows(store, report, embedder=_resolve_embedder(embedder), progress=embed_progress, bar=bar)
+
+
+def stale_tables(store: Store, report: IngestReport) -> list[tuple[str, str]]:
+    """Tables of the batch's workspaces holding rows their FTS index has not seen: an ingest whose
+    rebuild failed (a full disk) is repaired by running it again, though it writes nothing new."""
+    cur = store.cursor()
+    stale = []
+    for schema in filter(None, (store.partition(o, w) for o, w in sorted(report.partitions))):
+        for table in MEMORY_TABLES:
+            top = cur.execute(f"SELECT coalesce(max(rid), 0) FROM {schema}.{table}").fetchone()
+            built = cur.execute("SELECT built_max_rid FROM main.fts_state WHERE schema_name = ? AND tbl = ?",
+                                [schema, table]).fetchone()
+            if int(top[0] if top else 0) > int(built[0] if built else 0):
+                stale.append((schema, table))
+    return stale
+
+
+def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str]]) -> None:
+    cur = store.cursor()
+    text = sum(int(cur.execute(f"SELECT coalesce(sum(strlen(search_text)), 0) FROM {schema}.{table}")
+                   .fetchone()[0]) for schema, table in tables)  # type: ignore[index]
+    need, free = diskspace.fts_need(text), diskspace.free_bytes(store.path.parent)
+    if free < need:  # checked first: see diskspace.py
+        raise IndexRefreshError(_not_indexed(store, report, f"{diskspace.size(free)} free, rebuilding the "
+                                                            f"index needs about {diskspace.size(need)}"))
+    try:
+        with store.transaction() as tx:
+            for schema, table in tables:
+                build_fts(tx, schema, table)
+    except (duckdb.Error, OSError) as exc:
+        if not diskspace.is_disk_full(exc):
+            raise
+        raise IndexRefreshError(_not_indexed(store, report, str(exc).splitlines()[0][:200])) from None
+
+
+def _not_indexed(store: Store, report: IngestReport, detail: str) -> str:
+    return (f"the disk holding {store.path} is full ({detail}): the ingest itself was written "
+            f"({report.written} written, {report.unchanged} unchanged), but the full-text index was not rebuilt, so "
+            "recall finds the new records by substring until it is; free some space and run the same ingest "
+            "again: it writes nothing twice and rebuilds the index")
+
+
+def _not_embedded(store: Store, report: IngestReport, detail: str) -> str:
+    return (f"the disk holding {store.path} is full ({detail}): the ingest itself was written "
+            f"({report.written} written, {report.unchanged} unchanged) and indexed for full-text search, but "
+            "not every record has its vector, so the semantic arm misses those; free some space and run the "
+            "same ingest again (or `recallfs reindex`): it writes nothing twice and embeds what is missing")
 
 
 def embed_new_rows(
@@ -81,14 +137,24 @@ def embed_new_rows(
     and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
     """
     from recallfs.query.embedder import EmbedderError, ModelMissingError
-    from recallfs.query.vectors import embed_missing
+    from recallfs.query.vectors import embed_missing, missing_count
 
     if embedder is None or not report.partitions:
         return 0
     schemas = [s for s in (store.partition(o, w) for o, w in sorted(report.partitions)) if s]
+    cur = store.cursor()
+    missing = sum(missing_count(cur, schema, table, embedder.model_id) for schema in schemas for table in MEMORY_TABLES)
+    need, free = diskspace.vector_need(missing), diskspace.free_bytes(store.path.parent)
+    if missing and free < need:
+        raise IndexRefreshError(_not_embedded(store, report, f"{diskspace.size(free)} free, {missing} vectors "
+                                                             f"need about {diskspace.size(need)}"))
     try:
         with embed_bar(bar) as bar_progress:
             done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress)
+    except (duckdb.Error, OSError) as exc:
+        if not diskspace.is_disk_full(exc):
+            raise
+        raise IndexRefreshError(_not_embedded(store, report, str(exc).splitlines()[0][:200])) from None
     except (ModelMissingError, EmbedderError) as exc:
         log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
                     "`recallfs reindex` or the next ingest embeds them", exc)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from recallfs.query.records import MAX_RECORD_BYTES
 from recallfs.query.store import Store
 
-from conftest import fact, turn, write_jsonl
+from conftest import fact, snapshot, turn, write_jsonl
 
 GOOD = [
     fact("f1", "CI runs on GitHub Actions with cargo nextest", kind="decision", tags=["ci"], entity="ci"),
@@ -19,21 +18,6 @@ GOOD = [
     {"type": "summary", "source_id": "s1#summary", "session": "s1", "content": "Fixed a flaky Windows test.",
      "created_at": "2026-06-01"},
 ]
-
-
-def snapshot(path: Path) -> list[tuple]:
-    """Every row of every table of every partition, to prove a refused batch changed nothing."""
-    if not path.exists():
-        return []
-    with Store(path, read_only=True) as store:
-        cur = store.cursor()
-        rows: list[tuple] = []
-        for org, ws in store.workspaces():
-            schema = store.partition(org, ws)
-            for table in ("facts", "summaries", "turns", "heads"):
-                rows += [(table, *r) for r in cur.execute(f"SELECT * FROM {schema}.{table} ORDER BY rid").fetchall()]
-        rows += cur.execute("SELECT * FROM main.partitions ORDER BY schema_name").fetchall()
-        return rows
 
 
 BAD_LINES = [
