@@ -35,7 +35,8 @@ class Store:
         if not self.path.exists():
             if not create or read_only:
                 raise StoreError(f"no store at {self.path}; create one with `recallfs init --store {self.path}`")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.parent.is_dir():  # a typo in a path must not become a new directory
+                raise StoreError(f"cannot create the store {self.path}: no directory {self.path.parent}")
         try:
             self._root = duckdb.connect(str(self.path), read_only=read_only, config=dict(DUCKDB_CONFIG))
         except duckdb.IOException as exc:
