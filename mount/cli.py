@@ -165,14 +165,37 @@ def principal_from(cfg: dict[str, Any], workspace: str | None = None) -> Any:
 
 
 def open_store(cfg: dict[str, Any], *, create: bool = False, read_only: bool = False) -> Any:
-    from recallfs.query.store import Store, StoreError
+    from recallfs.query.store import StoreError
 
     if create:
         store_dir_ready(cfg)
     try:
-        return Store(cfg["store"], create=create, read_only=read_only)
+        return store_or_nothing(cfg, create=create, read_only=read_only)
     except StoreError as exc:
         raise CliError(str(exc)) from None
+
+
+def store_or_nothing(cfg: dict[str, Any], *, create: bool = False, read_only: bool = False) -> Any:
+    """Open the store; a new one that fails half-made (a full disk leaves an empty file, which every
+    later open refuses as "not a valid DuckDB database") is removed again. Raises StoreError."""
+    from recallfs.query.diskspace import is_disk_full
+    from recallfs.query.store import Store, StoreError, StoreLockedError
+
+    path = Path(cfg["store"]).expanduser()
+    existed = path.exists()
+    try:
+        return Store(path, create=create, read_only=read_only)
+    except StoreLockedError:
+        raise
+    except StoreError as exc:
+        if existed or not path.exists():
+            raise
+        for leftover in (path, path.with_name(path.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise StoreError(f"the disk holding {path} is full: the store could not be created, nothing was "
+                             "written; free some space and run the command again") from None
+        raise
 
 
 def store_dir_ready(cfg: dict[str, Any]) -> None:
@@ -227,10 +250,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise CliError(f"ingest refused, nothing written: {exc}") from None
 
     from recallfs.mount import control
-    from recallfs.query.store import Store, StoreError
+    from recallfs.query.store import StoreError
 
     try:  # waits while another command holds the store; None when a mount daemon holds it
-        store = control.open_unless_mounted(cfg["store"], lambda: Store(cfg["store"], create=True))
+        store = control.open_unless_mounted(cfg["store"], lambda: store_or_nothing(cfg, create=True))
     except StoreError as exc:
         raise CliError(str(exc)) from None
     if store is None:

@@ -76,6 +76,22 @@ def test_full_disk_refuses_even_one_record_and_changes_nothing(tmp_path, cli, di
     assert len(json.loads(out.stdout)["hits"]) == 5
 
 
+@pytest.mark.parametrize("argv", [("init",), ("ingest", "{file}"), ("policy", "set")])
+def test_a_new_store_on_a_full_disk_is_not_left_half_made(tmp_path, cli, disk, argv):
+    """DuckDB leaves an empty file when it cannot write a new store's header, and refuses that file
+    ever after ("not a valid DuckDB database"): nothing may be left behind."""
+    env = {"RECALLFS_STORE": str(disk / "store.duckdb")}
+    argv = tuple(str(write_jsonl(tmp_path / "m.jsonl", SEED[:3])) if a == "{file}" else a for a in argv)
+    filler = fill(disk, 0)
+    err = one_line_error(cli(*argv, env=env))
+    store = disk / "store.duckdb"
+    assert f"the disk holding {store} is full: the store could not be created, nothing was written" in err
+    assert sorted(os.listdir(disk)) == ["filler"]
+    filler.unlink()
+    cli(*argv, env=env, check=True)
+    assert (disk / "store.duckdb").is_file()
+
+
 def test_full_disk_under_the_staging_file_changes_nothing(tmp_path, cli, store_path, disk):
     cli("ingest", str(write_jsonl(tmp_path / "seed.jsonl", SEED[:5])), check=True)
     before = snapshot(store_path)
