@@ -178,26 +178,13 @@ def open_store(cfg: dict[str, Any], *, create: bool = False, read_only: bool = F
 def store_or_nothing(cfg: dict[str, Any], *, create: bool = False, read_only: bool = False) -> Any:
     """Open the store; a new one that fails half-made (a full disk leaves an empty file, which every
     later open refuses as "not a valid DuckDB database") is removed again. Raises StoreError."""
-    import duckdb
-
     from recallfs.query.diskspace import is_disk_full
-    from recallfs.query.store import Store, StoreError, StoreLockedError
+    from recallfs.query.store import StoreError, StoreLockedError
 
     path = Path(cfg["store"]).expanduser()
     existed = path.exists()
     try:
-        not_a_store = StoreError(f"{path} is not a DuckDB store (DuckDB took it for another kind of file, to be "
-                                 "kept in memory); choose another --store")
-        try:
-            store = Store(path, create=create, read_only=read_only)
-        except duckdb.Error as exc:  # DuckDB's own refusals of a file that is not a store
-            if "in-memory database" in str(exc):
-                raise not_a_store from None
-            raise StoreError(f"cannot open store {path}: {str(exc).splitlines()[0]}") from None
-        if not _file_backed(store):
-            store.close()
-            raise not_a_store
-        return store
+        return _open_file_store(path, create=create, read_only=read_only)
     except StoreLockedError:
         raise
     except StoreError as exc:
@@ -209,6 +196,25 @@ def store_or_nothing(cfg: dict[str, Any], *, create: bool = False, read_only: bo
             raise StoreError(f"the disk holding {path} is full: the store could not be created, nothing was "
                              "written; free some space and run the command again") from None
         raise
+
+
+def _open_file_store(path: Path, *, create: bool, read_only: bool) -> Any:
+    import duckdb
+
+    from recallfs.query.store import Store, StoreError
+
+    not_a_store = StoreError(f"{path} is not a DuckDB store (DuckDB took it for another kind of file, to be "
+                             "kept in memory); choose another --store")
+    try:
+        store = Store(path, create=create, read_only=read_only)
+    except duckdb.Error as exc:  # DuckDB's own refusals of a file that is not a store
+        if "in-memory database" in str(exc):
+            raise not_a_store from None
+        raise StoreError(f"cannot open store {path}: {str(exc).splitlines()[0]}") from None
+    if not _file_backed(store):
+        store.close()
+        raise not_a_store
+    return store
 
 
 def _file_backed(store: Any) -> bool:
@@ -251,7 +257,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from recallfs.query.ingest import IngestError
-    from recallfs.query.ingest_file import ingest_records, load_file
+    from recallfs.query.ingest_file import IndexRefreshError, ingest_records, load_file
     from recallfs.scope.principal import ScopeError, check_name, parse_workspace
 
     cfg = resolve_settings(args)
@@ -289,8 +295,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         def progress(done: int, total: int) -> None:
             assert bar is not None
             bar.update(done - bar.n)
-
-    from recallfs.query.ingest_file import IndexRefreshError
 
     try:
         with store:
