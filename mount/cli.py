@@ -1,6 +1,11 @@
 """`recallfs`: one console script, one subcommand per job.
 
-Exit codes: 0 success, 1 an error the message explains (bad input, missing store), 2 bad usage.
+Exit codes: 0 success, 1 an error the message explains (bad input, missing store) or output that could
+not be written (a reader that went away, as in `recallfs status | head -1`: no message, like a tool
+stopped by SIGPIPE), 2 bad usage, 130 interrupted (Ctrl-C).
+
+Errors come fast: each command checks its settings, arguments and store before it starts loading the
+embedding model, and a process that ends while the model is still loading does not wait for it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 from recallfs.mount.registry import RuntimeDirError
 from recallfs.query import settings as settings_mod
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class CliError(Exception):
@@ -162,12 +167,84 @@ def principal_from(cfg: dict[str, Any], workspace: str | None = None) -> Any:
 
 
 def open_store(cfg: dict[str, Any], *, create: bool = False, read_only: bool = False) -> Any:
-    from recallfs.query.store import Store, StoreError
+    from recallfs.query.store import StoreError
 
+    if create:
+        store_dir_ready(cfg)
     try:
-        return Store(cfg["store"], create=create, read_only=read_only)
+        return store_or_nothing(cfg, create=create, read_only=read_only)
     except StoreError as exc:
         raise CliError(str(exc)) from None
+
+
+def store_or_nothing(cfg: dict[str, Any], *, create: bool = False, read_only: bool = False) -> Any:
+    """Open the store; a new one that fails half-made (a full disk leaves an empty file, which every
+    later open refuses as "not a valid DuckDB database") is removed again. Raises StoreError."""
+    from recallfs.query.diskspace import is_disk_full
+    from recallfs.query.store import StoreError, StoreLockedError
+
+    path = Path(cfg["store"]).expanduser()
+    existed = path.exists()
+    try:
+        return _open_file_store(path, create=create, read_only=read_only)
+    except StoreLockedError:
+        raise
+    except StoreError as exc:
+        if existed or not path.exists():
+            raise
+        for leftover in (path, path.with_name(path.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise StoreError(f"the disk holding {path} is full: the store could not be created, nothing was "
+                             "written; free some space and run the command again") from None
+        raise
+
+
+def _open_file_store(path: Path, *, create: bool, read_only: bool) -> Any:
+    import duckdb
+
+    from recallfs.query.store import Store, StoreError
+
+    not_a_store = StoreError(f"{path} is not a DuckDB store (DuckDB took it for another kind of file, to be "
+                             "kept in memory); choose another --store")
+    try:
+        store = Store(path, create=create, read_only=read_only)
+    except duckdb.Error as exc:  # DuckDB's own refusals of a file that is not a store
+        if "in-memory database" in str(exc):
+            raise not_a_store from None
+        raise StoreError(f"cannot open store {path}: {str(exc).splitlines()[0]}") from None
+    if not _file_backed(store):
+        store.close()
+        raise not_a_store
+    return store
+
+
+def _file_backed(store: Any) -> bool:
+    """DuckDB 1.5 opens an existing JSON file (`--store notes.jsonl`) as an empty in-memory database:
+    an ingest would report success and keep nothing."""
+    row = store.cursor().execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return bool(row and row[0])
+
+
+def store_dir_ready(cfg: dict[str, Any]) -> None:
+    """Only the default store's directory (~/.local/share/recallfs/) is made on demand: a --store or
+    RECALLFS_STORE in a directory that does not exist is more likely a typo than a wish."""
+    path = Path(cfg["store"]).expanduser()
+    if path.parent.is_dir():
+        return
+    if path == Path(settings_mod.default_store()).expanduser():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return
+    raise CliError(f"cannot create the store {path}: no directory {path.parent} (only the default store's "
+                   "directory is created for you)")
+
+
+def require_store(cfg: dict[str, Any]) -> None:
+    """Fail now, before the model starts loading, when the store is not there."""
+    path = Path(cfg["store"]).expanduser()
+    if not path.exists():
+        raise CliError(f"no store at {path}; create one with `recallfs init --store {path}`")
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -182,7 +259,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from recallfs.query.ingest import IngestError
-    from recallfs.query.ingest_file import ingest_records, load_file
+    from recallfs.query.ingest_file import IndexRefreshError, ingest_records, load_file
     from recallfs.scope.principal import ScopeError, check_name, parse_workspace
 
     cfg = resolve_settings(args)
@@ -194,16 +271,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         agent = check_name("agent", cfg["agent"])
     except ScopeError as exc:
         raise CliError(str(exc)) from None
+    store_dir_ready(cfg)
+    _start_warmup(cfg)  # loads while the file is read and checked
     try:
         records = load_file(args.file, args.format, org=org, workspace=ws, agent=agent)
     except IngestError as exc:
         raise CliError(f"ingest refused, nothing written: {exc}") from None
 
     from recallfs.mount import control
-    from recallfs.query.store import Store, StoreError
+    from recallfs.query.store import StoreError
 
     try:  # waits while another command holds the store; None when a mount daemon holds it
-        store = control.open_unless_mounted(cfg["store"], lambda: Store(cfg["store"], create=True))
+        store = control.open_unless_mounted(cfg["store"], lambda: store_or_nothing(cfg, create=True))
     except (StoreError, control.ControlError) as exc:  # ControlError: a socket there we must not trust
         raise CliError(str(exc)) from None
     if store is None:
@@ -224,6 +303,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             report = ingest_records(store, records, progress=progress)
     except IngestError as exc:
         raise CliError(f"ingest refused, nothing written: {exc}") from None
+    except IndexRefreshError as exc:  # the rows are in; the message says what is missing
+        raise CliError(str(exc)) from None
     finally:
         if bar is not None:
             bar.close()
@@ -265,7 +346,7 @@ RECALL_FLAGS = (("kind", "kind"), ("tag", "tag"), ("session", "session"), ("auth
 def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any:
     """RecallOptions from the recall flags, through the same reader as the inline options; times are
     UTC like theirs. A bad value is a CliError naming the flag."""
-    from recallfs.query.query_syntax import RecallOptions, apply_option, utc_now
+    from recallfs.query.query_syntax import RecallOptions, apply_option, shown, utc_now
 
     now = now or utc_now()
     opts = RecallOptions()
@@ -278,7 +359,7 @@ def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any
                 apply_option(opts, option, str(one), now)
             except ValueError as exc:
                 name = "-k" if flag == "k" else f"--{flag}"
-                raise CliError(f"{name} {one}: {exc}") from None
+                raise CliError(f"{name} {shown(str(one))}: {exc}") from None
     if opts.since and opts.until and opts.since > opts.until:
         raise CliError("--since is after --until, so nothing could match")
     return opts
@@ -296,6 +377,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if routed is not None:
         sys.stdout.write(routed)
         return EXIT_OK
+    require_store(cfg)
+    # The model loads before the store opens: a reader holds the file, and writers wait while it does.
     semantic = _semantic_arm(cfg) if args.arm != "lexical" else None
     store = open_store(cfg, read_only=True)
     with store:
@@ -332,17 +415,12 @@ def _semantic_arm(cfg: dict[str, Any]) -> Any:
     return arm
 
 
-def _start_warmup(args: argparse.Namespace) -> None:
-    """Begin loading the embedding model as the command starts, so it loads while the command parses
-    its input and opens the store."""
-    if getattr(args, "arm", None) == "lexical":
-        return
-    try:
-        from recallfs.query.embedder import start_warmup
+def _start_warmup(cfg: dict[str, Any]) -> None:
+    """Begin loading the embedding model once the command's cheap checks passed, so it loads while
+    the command reads its input. Never before: an error must not wait for torch."""
+    from recallfs.query.embedder import start_warmup
 
-        start_warmup(settings_mod.resolve())
-    except Exception:  # a bad setting is reported by the command itself
-        return
+    start_warmup(cfg)
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
@@ -351,8 +429,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     from recallfs.query.vectors import VectorError, ensure_indexes, reindex
 
     cfg = resolve_settings(args)
-    embedder = embedder_from_settings(cfg)
     store = open_store(cfg)
+    embedder = embedder_from_settings(cfg)
     with store:
         print(_reindex_fts(store), flush=True)  # needs no model: done even when the vectors cannot be redone
         if not embedder.wait_ready():
@@ -407,9 +485,17 @@ def cmd_status(args: argparse.Namespace) -> int:
                         f"{o}/{w}": store.table_counts(store.partition(o, w)) for o, w in store.workspaces()
                     }
     info["mounts"] = mount_status()
-    if args.json:
+    _print_status(info, as_json=args.json)
+    if not info["exists"]:  # the mounts are listed all the same: they may say where the store is
+        path = Path(cfg["store"]).expanduser()
+        raise CliError(f"no store at {path}; create one with `recallfs init --store {path}`")
+    return EXIT_OK
+
+
+def _print_status(info: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(info, indent=2, default=str))
-        return EXIT_OK
+        return
     print(f"store: {info['store']}{'' if info['exists'] else ' (missing)'}")
     for ws, counts in info.get("workspaces", {}).items():
         print(f"  {ws}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
@@ -422,7 +508,6 @@ def cmd_status(args: argparse.Namespace) -> int:
                      f"{detail.get('unexpected_errors', 0)} errors, recall "
                      + (f"degraded: {detail.get('degraded_reason')}" if detail.get("degraded") else "hybrid"))
         print(line)
-    return EXIT_OK
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -498,18 +583,70 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        code = _run(argv)
+    except SystemExit as exc:  # argparse: --help (0), bad usage (2)
+        code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except BrokenPipeError:
+        code = EXIT_ERROR
+    if not _flush_stdout():
+        code = EXIT_ERROR
+    _leave_if_model_loading(code)
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if args.command in ("ingest", "recall", "reindex"):
-        _start_warmup(args)
+    if sys.stdout is None and args.command != "mount":  # `recallfs status >&-`: say so before doing anything
+        _say(args.command, "standard output is closed; send it somewhere (> FILE, or > /dev/null)")
+        return EXIT_ERROR
     try:
         return COMMANDS[args.command](args)
     except (CliError, RuntimeDirError) as exc:
-        print(f"recallfs {args.command}: {exc}", file=sys.stderr)
+        _say(args.command, str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+
+
+def _say(command: str, message: str) -> None:
+    try:
+        print(f"recallfs {command}: {message}", file=sys.stderr)
+    except (OSError, AttributeError):  # stderr closed or gone too: the exit code speaks alone
+        pass
+
+
+def _flush_stdout() -> bool:
+    """Flush now, so that a reader that went away (`recallfs status | head -1`) ends the command
+    quietly with exit 1, as SIGPIPE stops other tools, instead of a traceback or noise at exit."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        pass
+    # Python flushes stdout once more at exit; give that flush somewhere harmless to go.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return False
+
+
+def _leave_if_model_loading(code: int) -> None:
+    """A model still loading holds the interpreter's exit while torch finishes importing on its
+    thread (up to a second or more). Nothing will use it now: leave at once. Stores are closed by
+    then (every command opens them in `with`), and the only threads are daemon threads."""
+    embedder = sys.modules.get("recallfs.query.embedder")
+    if embedder is None or not embedder.any_loading():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except OSError:
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ class Verdict:
         """'ok', or the state and its problems in one line."""
         return self.state if not self.problems else f"{self.state}: {'; '.join(self.problems)}"
 
+    def digest(self) -> tuple[str, ...]:
+        """Everything index.md shows of it."""
+        return (self.line(), *self.notes)
+
 
 class ErrorWindow:
     """Timestamps of recent unexpected errors (trio thread only)."""
@@ -61,13 +65,30 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def index_state(repairs: Iterable[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(problems, notes) from the derived-index repairs of this process (query/repairs.py), oldest first:
+    an index whose latest rebuild failed is a problem; one that was rebuilt is a note."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for repair in repairs:
+        latest[(repair["index"], repair["what"])] = repair
+    problems, notes = [], []
+    for (index, what), repair in latest.items():
+        name = "full-text" if index == "fts" else "FAISS" if index == "faiss" else index
+        if repair["ok"]:
+            notes.append(f"rebuilt the {name} index of {what} at {repair['at']} ({repair['why']})")
+        else:
+            problems.append(f"the {name} index of {what} is unusable ({repair['why']}); `recallfs reindex` "
+                            "rebuilds it")
+    return problems, notes
+
+
 def verdict(
     *,
     store: dict[str, Any],
     recent_errors: int,
     last_error: str | None,
     semantic_reason: str | None,
-    index_problems: Iterable[str] = (),
+    repairs: Iterable[dict[str, Any]] = (),
 ) -> Verdict:
     """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any)."""
     failing: list[str] = []
@@ -84,9 +105,11 @@ def verdict(
                         f"(last: {last_error})")
     if semantic_reason in SEMANTIC_PROBLEMS:
         degraded.append(f"the semantic arm is not running ({semantic_reason}); recall is lexical only")
+    index_problems, index_notes = index_state(repairs)
     degraded.extend(index_problems)
     if store.get("reopens"):
         notes.append(f"reopened the database {store['reopens']} time(s) after a DuckDB fatal error "
                      f"(last at {_when(store.get('last_fatal_at'))}: {store.get('last_fatal')}); nothing was lost")
+    notes.extend(index_notes)
     state = "failing" if failing else "degraded" if degraded else "ok"
     return Verdict(state, failing + degraded, notes)

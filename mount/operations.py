@@ -210,8 +210,7 @@ class MountOps(pyfuse3.Operations):
         self.degraded_reason: str | None = "off"
         self.last_change: datetime | None = None
         self.invalidations = 0
-        self.index_problems: list[str] = []  # stale or rebuilt derived indexes, refreshed by the daemon
-        self.health_line = "ok"  # the verdict index.md was last rendered with
+        self.health_digest: tuple[str, ...] = ("ok",)  # the verdict index.md was last rendered with
         self._never = pyfuse3.EntryAttributes()  # st_ino 0: a negative entry the kernel may cache
         self._never.st_ino = 0
         self._never.entry_timeout = LONG_TIMEOUT
@@ -225,7 +224,7 @@ class MountOps(pyfuse3.Operations):
 
     def _token(self) -> tuple[Any, ...]:
         """What cached listings and recall results depend on, besides their own key."""
-        return (self.store.generation, self.semantic_ready, self.degraded_reason, self.health_line)
+        return (self.store.generation, self.semantic_ready, self.degraded_reason, self.health_digest)
 
     def _status(self) -> dict[str, Any]:
         return {"generation": self.store.generation, "semantic_ready": self.semantic_ready,
@@ -636,13 +635,13 @@ class MountOps(pyfuse3.Operations):
         store = {**self.store.health.as_dict(), "broken": self.store.broken}
         return verdict(store=store, recent_errors=self.stats.recent.count(),
                        last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
-                       index_problems=self.index_problems)
+                       repairs=index_health()["recent_index_repairs"])
 
     async def refresh_health(self) -> None:
         """On a change of the verdict, index.md (which shows it) is stale."""
-        line = self.verdict().line()
-        if line != self.health_line:
-            self.health_line = line
+        digest = self.verdict().digest()
+        if digest != self.health_digest:
+            self.health_digest = digest
             await self.invalidate({INDEX_DEP})
 
     def health(self) -> dict[str, Any]:

@@ -243,15 +243,6 @@ class UidViews(pyfuse3.Operations):
         for view in self.views:
             await view.refresh_health()
 
-    @property
-    def index_problems(self) -> list[str]:
-        return self.views[0].index_problems
-
-    @index_problems.setter
-    def index_problems(self, problems: list[str]) -> None:
-        for view in self.views:
-            view.index_problems = problems
-
     def verdict(self) -> Verdict:
         """The worst view's verdict: the views share one store and one daemon."""
         order = {"ok": 0, "degraded": 1, "failing": 2}

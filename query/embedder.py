@@ -421,6 +421,12 @@ def shared_embedder(model_path: str | None = None, device: str = "auto") -> Embe
         return emb
 
 
+def any_loading() -> bool:
+    """Whether a model of this process is still loading (the CLI does not wait for it at exit)."""
+    with _SHARED_LOCK:
+        return any(emb.state == "loading" for emb in _SHARED.values())
+
+
 def embedder_from_settings(cfg: dict[str, Any]) -> Embedder:
     """The process's embedder for the `model` and `device` settings (RECALLFS_MODEL, RECALLFS_DEVICE)."""
     return shared_embedder(str(cfg.get("model") or ""), str(cfg.get("device") or "auto"))

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 
+from recallfs.query import diskspace
 from recallfs.query.currentness import rebuild_heads
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
@@ -23,6 +26,14 @@ from recallfs.query.store import Store
 
 class IngestError(ValueError):
     """A batch refused, with FILE:LINE: reason. Nothing from the batch was written."""
+
+
+class DiskFullError(IngestError):
+    """The disk holding the store (or the staging file) cannot take the batch. Nothing was written."""
+
+
+def disk_full(where: Path, detail: str) -> DiskFullError:
+    return DiskFullError(f"the disk holding {where} is full ({detail}); free some space and run the ingest again")
 
 
 @dataclass(slots=True)
@@ -71,22 +82,48 @@ def _row(rec: MemoryRecord, rid: int, version: int, now: datetime) -> dict[str, 
     }
 
 
-def _bulk_insert(cur: duckdb.DuckDBPyConnection, target: str, rows: list[dict[str, object]]) -> None:
-    """Stage rows through newline-delimited JSON: DuckDB's executemany manages ~1k rows/s, this ~300k."""
-    fd, path = tempfile.mkstemp(prefix="recallfs-ingest-", suffix=".jsonl")
+@contextmanager
+def _staged(pending: dict[tuple[str, str], list[dict[str, object]]]) -> Iterator[dict[str, tuple[str, int]]]:
+    """Each target table's rows as a newline-delimited JSON file: DuckDB's executemany manages ~1k
+    rows/s, read_json ~300k. Yields target -> (path, bytes); the files are removed on leaving."""
+    staged: dict[str, tuple[str, int]] = {}
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False))
-                fh.write("\n")
-        columns = ", ".join(f"'{k}': '{v}'" for k, v in _COLUMNS.items())
-        cur.execute(
-            f"INSERT INTO {target} ({', '.join(_COLUMNS)}) "
-            f"SELECT {', '.join(_COLUMNS)} FROM read_json(?, format='newline_delimited', columns={{{columns}}})",
-            [path],
-        )
+        for (schema, table), rows in pending.items():
+            fd, path = tempfile.mkstemp(prefix="recallfs-ingest-", suffix=".jsonl")
+            staged[f"{schema}.{table}"] = (path, 0)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                for row in rows:
+                    fh.write(json.dumps(row, ensure_ascii=False))
+                    fh.write("\n")
+            staged[f"{schema}.{table}"] = (path, os.path.getsize(path))
+        yield staged
+    except OSError as exc:
+        if not diskspace.is_disk_full(exc):
+            raise
+        raise disk_full(Path(tempfile.gettempdir()), "no room for the staging file; TMPDIR moves it") from None
     finally:
-        os.unlink(path)
+        for path, _ in staged.values():
+            os.unlink(path)
+
+
+def _bulk_insert(cur: duckdb.DuckDBPyConnection, target: str, path: str) -> None:
+    columns = ", ".join(f"'{k}': '{v}'" for k, v in _COLUMNS.items())
+    cur.execute(
+        f"INSERT INTO {target} ({', '.join(_COLUMNS)}) "
+        f"SELECT {', '.join(_COLUMNS)} FROM read_json(?, format='newline_delimited', columns={{{columns}}})",
+        [path],
+    )
+
+
+def _check_space(cur: duckdb.DuckDBPyConnection, store: Store, staged_bytes: int, schemas: set[str]) -> None:
+    """Refuse before writing when the store's disk cannot take the transaction (diskspace.py: DuckDB
+    may abort the process when a commit finds the disk full)."""
+    heads = sum(int(cur.execute(f"SELECT count(*) FROM {schema}.heads").fetchone()[0])  # type: ignore[index]
+                for schema in schemas)
+    need = diskspace.write_need(staged_bytes, heads)
+    free = diskspace.free_bytes(store.path.parent)
+    if free < need:
+        raise disk_full(store.path, f"{diskspace.size(free)} free, this ingest needs about {diskspace.size(need)}")
 
 
 def write_records(
@@ -95,9 +132,18 @@ def write_records(
     *,
     progress: Callable[[int], None] | None = None,
 ) -> IngestReport:
-    """Write already-validated records in one transaction."""
+    """Write already-validated records in one transaction. A full disk is a DiskFullError, before
+    anything is written when it can be foreseen, and with the transaction rolled back when not."""
+    try:
+        return _write(store, list(records), progress)
+    except (duckdb.Error, OSError) as exc:
+        if not diskspace.is_disk_full(exc):
+            raise
+        raise disk_full(store.path, str(exc).splitlines()[0][:200]) from None
+
+
+def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], None] | None) -> IngestReport:
     report = IngestReport()
-    batch = list(records)
     report.read = len(batch)
     now = datetime.now()
     with store.transaction() as cur:
@@ -136,9 +182,12 @@ def write_records(
             pending.setdefault((schema, table), []).append(_row(rec, rid, version, now))
             report.written_rids.setdefault(f"{schema}.{table}", []).append(rid)
         report.written = len(accepted)
-        for (schema, table), rows in pending.items():
-            _bulk_insert(cur, f"{schema}.{table}", rows)
-        for schema in {schema for schema, _ in pending}:
+        schemas = {schema for schema, _ in pending}
+        with _staged(pending) as staged:
+            _check_space(cur, store, sum(n for _, n in staged.values()), schemas)
+            for target, (path, _) in staged.items():
+                _bulk_insert(cur, target, path)
+        for schema in schemas:
             rebuild_heads(cur, schema)
     if progress:
         progress(report.read)

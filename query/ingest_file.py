@@ -13,9 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from recallfs.query.fts_freshness import rebuild_fts, record_repairs, stale_fts
+import duckdb
+
+from recallfs.query import diskspace
+from recallfs.query.fts_freshness import record_repairs, stale_fts
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
+from recallfs.query.lexical import build_fts
+from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 
@@ -23,6 +28,11 @@ log = logging.getLogger("recallfs.ingest")
 FROM_SETTINGS: Any = "settings"  # embedder argument: the process's embedder for the RECALLFS_* settings
 
 Progress = Callable[[int, int], None]  # (done, total)
+
+
+class IndexRefreshError(RuntimeError):
+    """The batch was written (committed), but the disk filled before its indexes were refreshed.
+    Not an IngestError: that one promises nothing was written."""
 
 
 def load_file(path: Path, fmt: str, *, org: str, workspace: str, agent: str) -> list[MemoryRecord]:
@@ -63,18 +73,51 @@ def refresh_indexes(
     embed_progress: Progress | None = None,
     bar: bool = False,
 ) -> None:
-    """Rebuild the FTS index of every table that is behind (rows stay findable meanwhile): those the
-    batch wrote, and any an earlier ingest left behind (killed between its commit and this step), which
-    are reported as repairs. Then embed the rows of the batch's workspaces that have no vector from the
-    model yet."""
+    """Rebuild the FTS index of every table that is behind (rows stay findable meanwhile, by substring):
+    those the batch wrote, and any an earlier ingest left behind (killed between its commit and this
+    step, or stopped by a full disk), which are reported as repairs. Then embed the rows of the batch's
+    workspaces that have no vector from the model yet. A full disk is an IndexRefreshError: the rows are in."""
     behind = stale_fts(store)
-    rebuild_fts(store, behind)
+    if behind:
+        _rebuild_fts(store, report, sorted({(s.schema, s.table) for s in behind}))
     written = {key: len(rids) for key, rids in report.written_rids.items()}
     lagging = [replace(s, rows_behind=s.rows_behind - written.get(s.key, 0))
                for s in behind if s.rows_behind > written.get(s.key, 0)]
     record_repairs(lagging)
     report.fts_repaired = [s.describe() for s in lagging]
     embed_new_rows(store, report, embedder=_resolve_embedder(embedder), progress=embed_progress, bar=bar)
+
+
+def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str]]) -> None:
+    cur = store.cursor()
+    text = sum(int(cur.execute(f"SELECT coalesce(sum(strlen(search_text)), 0) FROM {schema}.{table}")
+                   .fetchone()[0]) for schema, table in tables)  # type: ignore[index]
+    need, free = diskspace.fts_need(text), diskspace.free_bytes(store.path.parent)
+    if free < need:  # checked first: see diskspace.py
+        raise IndexRefreshError(_not_indexed(store, report, f"{diskspace.size(free)} free, rebuilding the "
+                                                            f"index needs about {diskspace.size(need)}"))
+    try:
+        with store.transaction() as tx:
+            for schema, table in tables:
+                build_fts(tx, schema, table)
+    except (duckdb.Error, OSError) as exc:
+        if not diskspace.is_disk_full(exc):
+            raise
+        raise IndexRefreshError(_not_indexed(store, report, str(exc).splitlines()[0][:200])) from None
+
+
+def _not_indexed(store: Store, report: IngestReport, detail: str) -> str:
+    return (f"the disk holding {store.path} is full ({detail}): the ingest itself was written "
+            f"({report.written} written, {report.unchanged} unchanged), but the full-text index was not rebuilt, so "
+            "recall finds the new records by substring until it is; free some space and run the same ingest "
+            "again: it writes nothing twice and rebuilds the index")
+
+
+def _not_embedded(store: Store, report: IngestReport, detail: str) -> str:
+    return (f"the disk holding {store.path} is full ({detail}): the ingest itself was written "
+            f"({report.written} written, {report.unchanged} unchanged) and indexed for full-text search, but "
+            "not every record has its vector, so the semantic arm misses those; free some space and run the "
+            "same ingest again (or `recallfs reindex`): it writes nothing twice and embeds what is missing")
 
 
 def embed_new_rows(
@@ -86,14 +129,24 @@ def embed_new_rows(
     and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
     """
     from recallfs.query.embedder import EmbedderError, ModelMissingError
-    from recallfs.query.vectors import embed_missing
+    from recallfs.query.vectors import embed_missing, missing_count
 
     if embedder is None or not report.partitions:
         return 0
     schemas = [s for s in (store.partition(o, w) for o, w in sorted(report.partitions)) if s]
+    cur = store.cursor()
+    missing = sum(missing_count(cur, schema, table, embedder.model_id) for schema in schemas for table in MEMORY_TABLES)
+    need, free = diskspace.vector_need(missing), diskspace.free_bytes(store.path.parent)
+    if missing and free < need:
+        raise IndexRefreshError(_not_embedded(store, report, f"{diskspace.size(free)} free, {missing} vectors "
+                                                             f"need about {diskspace.size(need)}"))
     try:
         with embed_bar(bar) as bar_progress:
             done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress)
+    except (duckdb.Error, OSError) as exc:
+        if not diskspace.is_disk_full(exc):
+            raise
+        raise IndexRefreshError(_not_embedded(store, report, str(exc).splitlines()[0][:200])) from None
     except (ModelMissingError, EmbedderError) as exc:
         log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
                     "`recallfs reindex` or the next ingest embeds them", exc)

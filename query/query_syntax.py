@@ -2,8 +2,9 @@
 `offset:` `recent:` `budget:`. A pure parser: text in, (clean query, options, errors) out.
 
 Unknown `word:value` tokens stay in the query text (so "D1:3" or "12:30" are searched as written).
-A malformed value never raises: the option is dropped and the reason is reported. Times are naive
-UTC, as the store keeps them.
+A malformed value never raises: the option is dropped and the reason is reported. That includes
+values no datetime or int can hold (`since:99999y`, `k:` followed by thousands of digits). Times are
+naive UTC, as the store keeps them.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS
 
 MAX_K = 200
 MAX_OFFSET = 100_000
 MIN_BUDGET, MAX_BUDGET = 16, 1_000_000
+MAX_DURATION_YEARS = 9999  # datetime's whole range: no longer duration can name a date
+_MAX_DIGITS = 18  # longer numbers are out of every range here; int() refuses past 4,300 digits anyway
 
 _OPTION = re.compile(r'^(kind|tag|session|agent|since|until|k|offset|recent|budget):(.*)$', re.I)
 _DURATION = re.compile(r"^(\d+)\s*([hdwmy])$", re.I)
@@ -64,10 +67,13 @@ def parse_duration_days(value: str) -> float:
     m = _DURATION.match(value.strip())
     if not m:
         raise ValueError(f"{value!r} is not a duration like 12h, 7d, 2w, 6m or 1y")
-    n = int(m.group(1))
-    if n <= 0:
-        raise ValueError(f"{value!r}: a duration must be positive")
-    return n * _UNIT_DAYS[m.group(2).lower()]
+    digits = m.group(1).lstrip("0")
+    days = int(digits or "0") * _UNIT_DAYS[m.group(2).lower()] if len(digits) <= _MAX_DIGITS else float("inf")
+    if days <= 0:
+        raise ValueError(f"{shown(value)!r}: a duration must be positive")
+    if days > MAX_DURATION_YEARS * 365:
+        raise ValueError(f"{shown(value)!r} is longer than {MAX_DURATION_YEARS} years")
+    return float(days)
 
 
 def utc_now() -> datetime:
@@ -83,26 +89,39 @@ def parse_when(value: str, now: datetime, *, end_of_day: bool = False) -> dateti
     """
     text = value.strip()
     if _DURATION.match(text):
-        return now - timedelta(days=parse_duration_days(text))
+        days = parse_duration_days(text)
+        if days >= (now - datetime.min).days:
+            raise ValueError(f"{shown(value)!r} before now is before the year 1")
+        return now - timedelta(days=days)
     try:
         ts = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise ValueError(f"{value!r} is not a date (2026-06-11) or a duration (7d)") from None
+        raise ValueError(f"{shown(value)!r} is not a date (2026-06-11) or a duration (7d)") from None
     if ts.tzinfo is not None:
-        ts = ts.astimezone(UTC).replace(tzinfo=None)
+        try:  # 0001-01-01T00:00+01:00 is in the year 0 in UTC
+            ts = ts.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError(f"{shown(value)!r} is out of range once converted to UTC") from None
     if end_of_day and _DATE_ONLY.match(text):
-        ts = ts + timedelta(days=1) - timedelta(microseconds=1)
+        ts = datetime.combine(ts.date(), time.max)  # not +1 day: the end of 9999-12-31 is datetime.max
     return ts
 
 
 def _int(value: str, lo: int, hi: int) -> int:
     text = value.strip()
     if not _WHOLE.match(text):
-        raise ValueError(f"{value!r} is not a whole number")
+        raise ValueError(f"{shown(value)!r} is not a whole number")
+    if len(text.lstrip("+-").lstrip("0")) > _MAX_DIGITS:
+        raise ValueError(f"{shown(text)} is outside {lo}..{hi}")
     n = int(text)
     if not lo <= n <= hi:
         raise ValueError(f"{n} is outside {lo}..{hi}")
     return n
+
+
+def shown(text: str, limit: int = 32) -> str:
+    """A value as messages quote it: a 5,000-digit k: is named by its start."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _names(value: str, name: str) -> list[str]:
@@ -129,6 +148,13 @@ def apply_option(opts: RecallOptions, name: str, value: str, now: datetime) -> N
         raise ValueError(f"unknown option {name}:")
     if not value and name != "recent":
         raise ValueError(f"{name}: needs a value, e.g. {name}:{_EXAMPLES[name]}")
+    try:
+        _set(opts, name, value, now)
+    except OverflowError:  # the checks above should leave none; a user's value must never crash a recall
+        raise ValueError(f"{shown(value)!r} is out of range") from None
+
+
+def _set(opts: RecallOptions, name: str, value: str, now: datetime) -> None:
     if name == "kind":
         opts.kinds.extend(v.lower() for v in _names(value, name))
     elif name == "tag":
@@ -184,7 +210,7 @@ def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
         try:
             apply_option(opts, name, value, now)
         except ValueError as exc:
-            errors.append(f"ignored {name}:{value.strip()} ({exc})")
+            errors.append(f"ignored {name}:{shown(value.strip())} ({exc})")
     if opts.since and opts.until and opts.since > opts.until:
         errors.append("since: is after until: so nothing could match; both were ignored")
         opts.since = opts.until = None

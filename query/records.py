@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,11 @@ TYPE_TO_TABLE = {"fact": "facts", "summary": "summaries", "turn": "turns"}
 STATUSES = ("active", "superseded", "deleted")
 VISIBILITIES = ("workspace", "private")
 _ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+# The most text (UTF-8 bytes, all string fields together) one memory may hold. The full-text index is
+# rebuilt whole after each ingest, so every byte of a table is re-read by every later ingest into it: a
+# 10 MB record made each later one-line ingest take seconds (README "Ingest"). 256 KiB is about 64k
+# tokens, more than a model's context could use as one recalled memory.
+MAX_RECORD_BYTES = 256 * 1024
 
 
 class RecordError(ValueError):
@@ -79,6 +85,39 @@ class MemoryRecord:
             )
         )
         return hashlib.sha1(payload.encode()).hexdigest()
+
+
+def check_text(items: Iterable[tuple[str, Any]]) -> None:
+    """Refuse text that cannot be stored, or too much of it. `items`: (field, value) pairs; strings and
+    lists of strings are checked, other values are left to the field checks.
+
+    A JSON escape of half a surrogate pair ("\\ud800") decodes to a lone surrogate, which is not a
+    character and has no UTF-8 form: the record is refused, never silently altered."""
+    total, largest = 0, ("", 0)
+    for key, value in items:
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError as exc:
+                raise RecordError(
+                    f"{key}: a lone surrogate \\u{ord(text[exc.start]):04x} at character {exc.start} is not text "
+                    "(a \\ud800-\\udfff escape must be one half of a pair)"
+                ) from None
+            total += size
+            if size > largest[1]:
+                largest = (key, size)
+    if total > MAX_RECORD_BYTES:
+        raise RecordError(
+            f"the record holds {total:,} bytes of text ({largest[0]}: {largest[1]:,}), over the limit of "
+            f"{MAX_RECORD_BYTES:,} bytes (256 KiB) for one memory; split it into several records"
+        )
+
+
+def record_items(rec: MemoryRecord) -> list[tuple[str, Any]]:
+    """A record's fields as (name, value) pairs, for check_text on records an importer built itself."""
+    return [(f.name, getattr(rec, f.name)) for f in fields(rec)]
 
 
 def derive_id(table: str, source_id: str) -> str:
@@ -149,6 +188,7 @@ def parse_record(obj: Any, *, org: str, workspace: str, agent: str, source: str 
     unknown = sorted(set(obj) - _KNOWN)
     if unknown:
         raise RecordError(f"unknown field {unknown[0]!r}")
+    check_text(obj.items())
     rtype = _str(obj, "type", required=True)
     if rtype not in TYPE_TO_TABLE:
         raise RecordError(f"type: {rtype!r} is not one of fact, summary, turn")

@@ -44,7 +44,7 @@ class Setting:
         return raw
 
 
-def _default_store() -> str:
+def default_store() -> str:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return str(Path(base) / "recallfs" / "store.duckdb")
 
@@ -121,7 +121,7 @@ def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] |
                 raise KeyError(f"unknown setting {name!r}")
             out[name] = value
     if not out["store"]:
-        out["store"] = _default_store()
+        out["store"] = default_store()
     return out
 
 

@@ -92,7 +92,8 @@ class Store:
         if not self.path.exists():
             if not create or read_only:
                 raise StoreError(f"no store at {self.path}; create one with `recallfs init --store {self.path}`")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.parent.is_dir():  # a typo in a path must not become a new directory
+                raise StoreError(f"cannot create the store {self.path}: no directory {self.path.parent}")
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._reopen_lock = threading.Lock()

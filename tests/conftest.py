@@ -65,6 +65,23 @@ def cli(store_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     return _run
 
 
+def snapshot(path: Path) -> list[tuple]:
+    """Every row of every table of every partition, to prove a refused batch changed nothing."""
+    from recallfs.query.store import Store
+
+    if not path.exists():
+        return []
+    with Store(path, read_only=True) as store:
+        cur = store.cursor()
+        rows: list[tuple] = []
+        for org, ws in store.workspaces():
+            schema = store.partition(org, ws)
+            for table in ("facts", "summaries", "turns", "heads"):
+                rows += [(table, *r) for r in cur.execute(f"SELECT * FROM {schema}.{table} ORDER BY rid").fetchall()]
+        rows += cur.execute("SELECT * FROM main.partitions ORDER BY schema_name").fetchall()
+        return rows
+
+
 def needs_locomo() -> pytest.MarkDecorator:
     return pytest.mark.skipif(not LOCOMO.exists(), reason=f"LoCoMo data not present at {LOCOMO} (eval-only data)")
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from recallfs.query.records import MAX_RECORD_BYTES
 from recallfs.query.store import Store
 
-from conftest import fact, turn, write_jsonl
+from conftest import fact, snapshot, turn, write_jsonl
 
 GOOD = [
     fact("f1", "CI runs on GitHub Actions with cargo nextest", kind="decision", tags=["ci"], entity="ci"),
@@ -18,21 +18,6 @@ GOOD = [
     {"type": "summary", "source_id": "s1#summary", "session": "s1", "content": "Fixed a flaky Windows test.",
      "created_at": "2026-06-01"},
 ]
-
-
-def snapshot(path: Path) -> list[tuple]:
-    """Every row of every table of every partition, to prove a refused batch changed nothing."""
-    if not path.exists():
-        return []
-    with Store(path, read_only=True) as store:
-        cur = store.cursor()
-        rows: list[tuple] = []
-        for org, ws in store.workspaces():
-            schema = store.partition(org, ws)
-            for table in ("facts", "summaries", "turns", "heads"):
-                rows += [(table, *r) for r in cur.execute(f"SELECT * FROM {schema}.{table} ORDER BY rid").fetchall()]
-        rows += cur.execute("SELECT * FROM main.partitions ORDER BY schema_name").fetchall()
-        return rows
 
 
 BAD_LINES = [
@@ -64,10 +49,21 @@ BAD_LINES = [
                  "workspace": "a/b/c"}), "bad workspace"),
     (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-01-01", "colour": 1}),
      "unknown field 'colour'"),
+    # A lone surrogate escape decodes to no character UTF-8 can store; refused, never altered.
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "bad \ud800 text", "created_at": "2026-01-01"}),
+     "content: a lone surrogate \\ud800 at character 4 is not text"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-01-01",
+                 "tags": ["ok", "\udfff"]}), "tags: a lone surrogate \\udfff at character 0"),
+    (json.dumps({"type": "summary", "source_id": "s9", "session": "s", "content": "x", "created_at": "2026-01-01",
+                 "title": "a\udbff"}), "title: a lone surrogate"),
+    ("[" * 100_000 + "]" * 100_000, "malformed JSON: nested too deeply"),
+    ('{"a":' * 50_000 + "1" + "}" * 50_000, "malformed JSON: nested too deeply"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "x" * (MAX_RECORD_BYTES + 1),
+                 "created_at": "2026-01-01"}), f"over the limit of {MAX_RECORD_BYTES:,} bytes"),
 ]
 
 
-@pytest.mark.parametrize(("bad_line", "reason"), BAD_LINES, ids=[r for _, r in BAD_LINES])
+@pytest.mark.parametrize(("bad_line", "reason"), BAD_LINES, ids=[r[:40] for _, r in BAD_LINES])
 def test_bad_record_refuses_whole_batch(tmp_path, cli, store_path, bad_line, reason):
     cli("ingest", str(write_jsonl(tmp_path / "seed.jsonl", GOOD[:2])), check=True)
     before = snapshot(store_path)
@@ -78,6 +74,7 @@ def test_bad_record_refuses_whole_batch(tmp_path, cli, store_path, bad_line, rea
     assert f"{bad}:2: " in proc.stderr
     assert reason in proc.stderr
     assert "nothing written" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and len(proc.stderr) < 400  # one line, not the line's text
     assert snapshot(store_path) == before
 
 
@@ -135,4 +132,34 @@ def test_locomo_importer_rejects_non_locomo(tmp_path, cli, store_path):
     bad.write_text('{"not": "a list"}')
     proc = cli("ingest", "--format", "locomo", str(bad))
     assert proc.returncode == 1 and "expected a JSON list of conversations" in proc.stderr
+    assert not store_path.exists()
+
+
+def test_text_is_stored_as_written_surrogate_pairs_included(tmp_path, cli, store_path):
+    """A surrogate *pair* escape is one real character (here an emoji); it is kept exactly."""
+    src = tmp_path / "emoji.jsonl"
+    src.write_text('{"type": "fact", "source_id": "e1", "content": "ship it \\ud83d\\ude80", '
+                   '"created_at": "2026-06-01"}\n', encoding="utf-8")
+    cli("ingest", str(src), check=True)
+    with Store(store_path, read_only=True) as store:
+        schema = store.partition("acme", "proj")
+        assert store.cursor().execute(f"SELECT content FROM {schema}.facts").fetchone() == ("ship it \U0001f680",)
+
+
+def test_a_record_at_the_size_limit_is_accepted(tmp_path, cli, store_path):
+    content = ("word " * (MAX_RECORD_BYTES // 5))[: MAX_RECORD_BYTES - 100]  # the limit counts every text field
+    src = write_jsonl(tmp_path / "big.jsonl", [fact("big", content, tags=["x"])])
+    assert "1 written" in cli("ingest", str(src), check=True).stdout
+
+
+def test_locomo_text_with_a_lone_surrogate_is_refused(tmp_path, cli, store_path):
+    conv = {"sample_id": "c1", "conversation": {
+        "speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "fine"},
+                      {"speaker": "B", "dia_id": "D1:2", "text": "broken \ud800"}]}}
+    src = tmp_path / "locomo.json"
+    src.write_text(json.dumps([conv]), encoding="utf-8")
+    proc = cli("ingest", "--format", "locomo", str(src))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"{src}: conversation 0: turn D1:2: content: a lone surrogate \\ud800" in proc.stderr
     assert not store_path.exists()

@@ -106,12 +106,58 @@ def test_good_queries(raw, text, expected):
     ("since:2026-06-02 until:2026-06-01", "", "since: is after until: so nothing could match"),
 ])
 def test_malformed_values_give_a_clear_message_and_drop_the_option(raw, text, message):
+    check_dropped(raw, text, message)
+
+
+def check_dropped(raw: str, text: str, message: str) -> None:
     parsed = parse_query(raw, now=NOW)
     assert parsed.text == text
     assert len(parsed.errors) == 1 and message in parsed.errors[0]
     assert parsed.options.k is None and parsed.options.offset is None and parsed.options.budget is None
     assert parsed.options.since is None and parsed.options.until is None
     assert parsed.options.kinds == [] and parsed.options.tags == []
+
+
+HUGE = "9" * 5000  # past Python's int-from-text limit (4300 digits)
+
+
+# Values no datetime or int of ours can hold: each is dropped with a reason, like any malformed value
+# (an OverflowError here once escaped as a traceback, and as "internal error" from a mounted store).
+@pytest.mark.parametrize(("raw", "text", "message"), [
+    ("ci since:99999y", "ci", "ignored since:99999y ('99999y' is longer than 9999 years)"),
+    ("since:9999y", "", "'9999y' before now is before the year 1"),
+    ("since:3000y", "", "'3000y' before now is before the year 1"),
+    ("until:99999999999999999999999d", "", "is longer than 9999 years"),
+    ("since:1000000w", "", "is longer than 9999 years"),
+    ("since:99999999999h", "", "is longer than 9999 years"),
+    (f"since:{HUGE}d", "", "is longer than 9999 years"),
+    ("recent:99999y", "", "'99999y' is longer than 9999 years"),
+    (f"recent:{HUGE}m", "", "is longer than 9999 years"),
+    ("since:0001-01-01T00:00+01:00", "", "'0001-01-01T00:00+01:00' is out of range once converted to UTC"),
+    ("until:9999-12-31T23:30-01:00", "", "is out of range once converted to UTC"),
+    (f"k:{HUGE}", "", "is outside 1..200"),
+    (f"offset:{HUGE}", "", "is outside 0..100000"),
+    (f"budget:{HUGE}", "", "is outside 16..1000000"),
+    ("offset:-99999999999999999999999", "", "is outside 0..100000"),
+])
+def test_values_out_of_range_are_dropped_never_raised(raw, text, message):
+    check_dropped(raw, text, message)
+
+
+def test_a_huge_value_is_shortened_in_its_note():
+    (note,) = parse_query(f"k:{HUGE}", now=NOW).errors
+    assert len(note) < 120 and note.startswith("ignored k:" + "9" * 29 + "... (")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("until:9999-12-31", opts(until=datetime.max)),  # the last day there is: its end is datetime.max
+    ("since:0001-01-01", opts(since=datetime.min)),
+    ("since:0001-01-01 until:9999-12-31", opts(since=datetime.min, until=datetime.max)),
+    ("since:2000y", opts(since=datetime(27, 10, 9, 12, 0))),  # 2,000 years of 365 days before 2026-06-11
+])
+def test_dates_at_the_edges_that_fit_are_kept(raw, expected):
+    parsed = parse_query(raw, now=NOW)
+    assert parsed.errors == [] and parsed.options == expected
 
 
 def test_one_bad_option_keeps_the_good_ones():

@@ -122,3 +122,34 @@ def test_malformed_flag_through_the_console_script(tmp_path, cli, argv, message)
     proc = cli("recall", "anything", *argv)
     assert proc.returncode == 1 and message in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+# Values past what a date or a number can hold: a flag is a one-line error, an inline option a note.
+OUT_OF_RANGE = [
+    ("--since", "99999y", "since:99999y", "is longer than 9999 years"),
+    ("--until", "3000y", "until:3000y", "before now is before the year 1"),
+    ("--since", "0001-01-01T00:00+01:00", "since:0001-01-01T00:00+01:00", "out of range once converted to UTC"),
+    ("--recent", "99999999999999999999y", "recent:99999999999999999999y", "is longer than 9999 years"),
+    ("-k", "9" * 5000, "k:" + "9" * 5000, "is outside 1..200"),
+    ("--offset", "9" * 30, "offset:" + "9" * 30, "is outside 0..100000"),
+    ("--budget", "9" * 5000, "budget:" + "9" * 5000, "is outside 16..1000000"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "inline", "message"), OUT_OF_RANGE, ids=[o[2][:20] for o in OUT_OF_RANGE])
+def test_out_of_range_values_through_the_console_script(tmp_path, cli, flag, value, inline, message):
+    cli("ingest", str(write_jsonl(tmp_path / "m.jsonl", [fact("a", "ci runs nextest")])), check=True)
+    proc = cli("recall", "ci", flag, value, "--arm", "lexical")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1 and message in proc.stderr and len(proc.stderr) < 200
+    out = cli("recall", f"ci {inline}", "--arm", "lexical", "--format", "json", check=True)
+    result = json.loads(out.stdout)
+    assert [h["source_id"] for h in result["hits"]] == ["a"]
+    assert any(message in note for note in result["notes"])
+
+
+def test_dates_at_the_edges_of_the_calendar_are_whole_days(tmp_path, cli):
+    cli("ingest", str(write_jsonl(tmp_path / "m.jsonl", [fact("a", "ci runs nextest")])), check=True)
+    for argv in (("ci until:9999-12-31 since:0001-01-01",), ("ci", "--until", "9999-12-31", "--since", "0001-01-01")):
+        out = json.loads(cli("recall", *argv, "--arm", "lexical", "--format", "json", check=True).stdout)
+        assert [h["source_id"] for h in out["hits"]] == ["a"] and not any("ignored" in n for n in out["notes"])

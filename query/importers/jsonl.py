@@ -20,6 +20,9 @@ def parse_jsonl_text(text: str, *, name: str, org: str, workspace: str, agent: s
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise IngestError(f"{name}:{lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:  # the decoder recurses once per level: "[[[[..." 100k deep
+            raise IngestError(f"{name}:{lineno}: malformed JSON: nested too deeply (a record is one object of "
+                              "strings, numbers and lists of strings)") from None
         try:
             records.append(parse_record(obj, org=org, workspace=workspace, agent=agent, source=f"jsonl:{name}"))
         except RecordError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.query.ingest import IngestError
-from recallfs.query.records import MemoryRecord
+from recallfs.query.records import MemoryRecord, RecordError, check_text, record_items
 
 _DATE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
 _MONTHS = {m: i for i, m in enumerate(
@@ -99,12 +99,21 @@ def read_locomo(path: Path, *, org: str, workspace: str, agent: str) -> list[Mem
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise IngestError(f"{path}:1: not a LoCoMo JSON file: {exc}") from None
+    except RecursionError:
+        raise IngestError(f"{path}:1: not a LoCoMo JSON file: nested too deeply") from None
     if not isinstance(data, list):
         raise IngestError(f"{path}:1: expected a JSON list of conversations")
     records: list[MemoryRecord] = []
     for index, sample in enumerate(data):
         try:
-            records.extend(convert_sample(sample, org=org, agent=agent))
+            converted = convert_sample(sample, org=org, agent=agent)
         except (KeyError, TypeError, ValueError) as exc:
             raise IngestError(f"{path}: conversation {index}: {exc}") from None
+        for rec in converted:
+            try:
+                check_text(record_items(rec))
+            except RecordError as exc:
+                what = {"turns": "turn", "summaries": "summary", "facts": "observation"}[rec.table]
+                raise IngestError(f"{path}: conversation {index}: {what} {rec.source_id}: {exc}") from None
+        records.extend(converted)
     return records
