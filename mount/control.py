@@ -191,7 +191,8 @@ class ControlServer:
 
     async def _ingest(self, req: dict[str, Any]) -> dict[str, Any]:
         from recallfs.query.ingest import IngestError
-        from recallfs.query.ingest_file import ingest_records, load_file
+        from recallfs.query.ingest_file import IndexRefreshError, ingest_records, load_file
+        from recallfs.query.store import StoreError
 
         store = self.ops.store
 
@@ -204,6 +205,8 @@ class ControlServer:
             report = await self.ops.write_store(work)
         except IngestError as exc:
             raise ControlError(f"ingest refused, nothing written: {exc}") from None
+        except (IndexRefreshError, StoreError) as exc:  # their messages say what was and was not written
+            raise ControlError(str(exc)) from None
         return {"ok": True, "report": report.as_dict()}
 
     async def _recall(self, req: dict[str, Any], principal: Principal) -> dict[str, Any]:

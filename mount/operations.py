@@ -595,17 +595,27 @@ class MountOps(pyfuse3.Operations):
         cannot deadlock against the request that would have to finish first."""
         async with self.write_lock:
             before = await self._sync(self.browser.heads)
-            # An ingest is idempotent, so one that an invalidated database cut short is run again.
-            result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
-            after = await self._sync(self.browser.heads)
-            changed: set[int] = before ^ after
-            for rids in getattr(result, "written_rids", {}).values():
-                changed.update(rids)
-            deps = await self._sync(self.browser.deps_of, changed)
-            for view in (self, *also):
-                view.last_change = datetime.now()
-                await view.invalidate(deps)
-            return result
+            generation = self.store.generation
+            result: Any = None
+            try:
+                # An ingest is idempotent, so one that an invalidated database cut short is run again.
+                result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
+                return result  # type: ignore[no-any-return]
+            finally:
+                # Also after a failure that came after the commit (a full disk at the index rebuild):
+                # the rows are in, and the kernel must not keep serving the old names.
+                if self.store.generation != generation:
+                    await self._invalidate_changes(before, getattr(result, "written_rids", {}), also)
+
+    async def _invalidate_changes(self, before: set[int], written: dict[str, Any], also: Sequence[MountOps]) -> None:
+        after = await self._sync(self.browser.heads)
+        changed: set[int] = before ^ after
+        for rids in written.values():
+            changed.update(rids)
+        deps = await self._sync(self.browser.deps_of, changed)
+        for view in (self, *also):
+            view.last_change = datetime.now()
+            await view.invalidate(deps)
 
     async def invalidate(self, deps: Iterable[Dep]) -> int:
         """Make the kernel drop the cached names that depend on `deps`, and return once it has.
