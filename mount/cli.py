@@ -470,25 +470,28 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     cfg = resolve_settings(args)
     info: dict[str, Any] = {"store": cfg["store"], "exists": Path(cfg["store"]).expanduser().exists()}
+    problem = None
     if info["exists"]:
         try:  # a mounted store is held by its daemon: ask it
             reply = request(cfg["store"], {"op": "counts"}, timeout=30)
         except (OSError, ControlError) as exc:
-            raise CliError(f"the daemon holding {cfg['store']} did not answer: {exc}") from None
+            reply, problem = None, f"the daemon holding {cfg['store']} did not answer: {exc}"
         if reply is not None:
             info["workspaces"], info["held_by"] = reply["workspaces"], "a mount daemon"
-        else:
+        elif problem is None:
             store = open_unless_mounted(cfg["store"], lambda: open_store(cfg, read_only=True))
             if store is not None:
                 with store:
                     info["workspaces"] = {
                         f"{o}/{w}": store.table_counts(store.partition(o, w)) for o, w in store.workspaces()
                     }
-    info["mounts"] = mount_status()
-    _print_status(info, as_json=args.json)
-    if not info["exists"]:  # the mounts are listed all the same: they may say where the store is
+    elif args.store or os.environ.get("RECALLFS_STORE"):  # the default store need not exist to list mounts
         path = Path(cfg["store"]).expanduser()
-        raise CliError(f"no store at {path}; create one with `recallfs init --store {path}`")
+        problem = f"no store at {path}; create one with `recallfs init --store {path}`"
+    info["mounts"] = mount_status()  # listed all the same: they say which daemon is in trouble
+    _print_status(info, as_json=args.json)
+    if problem:
+        raise CliError(problem)
     return EXIT_OK
 
 

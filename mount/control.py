@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from recallfs.mount.control_auth import Access, ControlError, check_listener, check_socket_file, peer_of
-from recallfs.mount.registry import RuntimeDirError, socket_path
+from recallfs.mount.registry import RuntimeDirError, socket_candidates
 from recallfs.scope.principal import Principal
 
 __all__ = ["ControlError", "ControlServer", "open_unless_mounted", "options_payload", "request"]
@@ -40,10 +40,26 @@ READ_REQUEST_S = 60.0  # a client sends its one line as soon as it connects; do 
 def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any] | None:
     """Send one request to the daemon holding `store`. None when no daemon listens there; ControlError
     when one that is not the caller's or root's does (nothing is sent to it)."""
+    raw = None
     try:
-        path = socket_path(store)
+        for path in socket_candidates(store):
+            raw = _exchange(path, payload, timeout)
+            if raw is not None:
+                break
     except RuntimeDirError as exc:
         raise ControlError(str(exc)) from None
+    if raw is None:
+        return None
+    if not raw:
+        raise ControlError("the daemon closed the connection without an answer (see its log)")
+    reply: dict[str, Any] = json.loads(raw)
+    if not reply.get("ok"):
+        raise ControlError(str(reply.get("error", "unknown error")))
+    return reply
+
+
+def _exchange(path: Path, payload: dict[str, Any], timeout: float) -> bytes | None:
+    """One request and its answer over the socket at `path`; None when no daemon listens there."""
     if not check_socket_file(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -68,13 +84,7 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
                 break
     finally:
         sock.close()
-    raw = b"".join(chunks)
-    if not raw:
-        raise ControlError("the daemon closed the connection without an answer (see its log)")
-    reply: dict[str, Any] = json.loads(raw)
-    if not reply.get("ok"):
-        raise ControlError(str(reply.get("error", "unknown error")))
-    return reply
+    return b"".join(chunks)
 
 
 def open_unless_mounted(store: str | Path, opener: Callable[[], Any], *, wait_s: float = LOCK_WAIT_S) -> Any:
@@ -195,6 +205,9 @@ class ControlServer:
         from recallfs.query.store import StoreError
 
         store = self.ops.store
+        if store.read_only:
+            raise ControlError(f"ingest refused, nothing written: the store {store.path} is served read-only "
+                               "(its file system or file is not writable)")
 
         def work() -> Any:
             records = load_file(Path(req["file"]), req["format"], org=req["org"], workspace=req["workspace"],

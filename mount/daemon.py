@@ -226,12 +226,24 @@ def _owner_of(store: Path) -> str:
     return f"it is already mounted at {reply.get('mountpoint')} (pid {reply.get('pid')})"
 
 
+def _open_store(path: Path) -> Any:
+    """The daemon's store, read-write; read-only when its file system or file allows no more (browsing
+    and recall work, ingest is refused, and health says why)."""
+    from recallfs.mount.concurrency import GuardedStore
+    from recallfs.query.store import StoreReadOnlyError
+
+    try:
+        return GuardedStore(path, create=False)
+    except StoreReadOnlyError as exc:
+        log.warning("%s; serving it read-only (ingest is refused)", exc)
+        return GuardedStore(path, create=False, read_only=True)
+
+
 def serve(config: MountConfig) -> int:
     """Run the daemon in this process until a signal or an unmount."""
     import pyfuse3
     import trio
 
-    from recallfs.mount.concurrency import GuardedStore
     from recallfs.mount.control import ControlServer
     from recallfs.query.fts_freshness import repair_fts
     from recallfs.query.store import StoreError, StoreLockedError
@@ -243,7 +255,7 @@ def serve(config: MountConfig) -> int:
     mountpoint = str(config.mountpoint)
     sock_path = registry.socket_path(config.store)
     try:
-        store = GuardedStore(config.store, create=False)
+        store = _open_store(config.store)
     except StoreLockedError:
         ready.fail(f"cannot mount {config.store}: {_owner_of(config.store)}. One store is served by one "
                    "daemon (DuckDB lets one process open it); to give several agents their own views, mount "
@@ -253,7 +265,8 @@ def serve(config: MountConfig) -> int:
         ready.fail(str(exc))
         return 1
     try:
-        repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
+        if not store.read_only:
+            repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
         semantic = _semantic_arm(cfg)
         ops = _make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do

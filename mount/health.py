@@ -88,6 +88,7 @@ def verdict(
     recent_errors: int,
     last_error: str | None,
     semantic_reason: str | None,
+    semantic_stuck_s: float = 0.0,
     repairs: Iterable[dict[str, Any]] = (),
 ) -> Verdict:
     """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any)."""
@@ -98,6 +99,9 @@ def verdict(
         failing.append(str(store["failed"]))
     elif store.get("broken"):
         failing.append(f"the database was invalidated by a DuckDB fatal error ({store['broken']}); reopening it")
+    if store.get("read_only"):
+        degraded.append("the store is served read-only (its file system or file is not writable): browsing "
+                        "and recall work, ingest is refused")
     if recent_errors >= FAILING_ERRORS:
         failing.append(f"{recent_errors} unexpected errors in the last {ERROR_WINDOW_S:.0f} s (last: {last_error})")
     elif recent_errors:
@@ -105,6 +109,9 @@ def verdict(
                         f"(last: {last_error})")
     if semantic_reason in SEMANTIC_PROBLEMS:
         degraded.append(f"the semantic arm is not running ({semantic_reason}); recall is lexical only")
+    elif semantic_reason == "warming" and semantic_stuck_s:
+        degraded.append(f"the embedding model has been loading for {semantic_stuck_s:.0f} s, past "
+                        "RECALLFS_MODEL_LOAD_TIMEOUT_S (a hung file system?); recall is lexical only")
     index_problems, index_notes = index_state(repairs)
     degraded.extend(index_problems)
     if store.get("reopens"):

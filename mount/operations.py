@@ -210,6 +210,7 @@ class MountOps(pyfuse3.Operations):
         self.degraded_reason: str | None = "off"
         self.last_change: datetime | None = None
         self.invalidations = 0
+        self.semantic_stuck_s = 0.0  # how long the model has been loading past its load timeout
         self.health_digest: tuple[str, ...] = ("ok",)  # the verdict index.md was last rendered with
         self._never = pyfuse3.EntryAttributes()  # st_ino 0: a negative entry the kernel may cache
         self._never.st_ino = 0
@@ -636,16 +637,17 @@ class MountOps(pyfuse3.Operations):
             ready, reason = False, "off"
         else:
             ready, reason = await self._sync(self.semantic.availability)
+            self.semantic_stuck_s = self.semantic.stuck_for_s()
         if (ready, reason) != (self.semantic_ready, self.degraded_reason):
             self.semantic_ready, self.degraded_reason = ready, reason
             await self.invalidate({INDEX_DEP, RECALL_DEP})
 
     def verdict(self) -> Verdict:
         """Whether this daemon can serve (mount/health.py)."""
-        store = {**self.store.health.as_dict(), "broken": self.store.broken}
+        store = {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only}
         return verdict(store=store, recent_errors=self.stats.recent.count(),
                        last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
-                       repairs=index_health()["recent_index_repairs"])
+                       semantic_stuck_s=self.semantic_stuck_s, repairs=index_health()["recent_index_repairs"])
 
     async def refresh_health(self) -> None:
         """On a change of the verdict, index.md (which shows it) is stale."""

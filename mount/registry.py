@@ -20,6 +20,7 @@ import shutil
 import stat
 import subprocess
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -75,12 +76,32 @@ def log_path(mountpoint: Path) -> Path:
     return runtime_dir() / "mounts" / f"{_key(str(canonical(mountpoint)))}.log"
 
 
-def socket_path(store: str | Path) -> Path:
+def _beside(store: str | Path) -> Path | None:
     store_path = canonical(store)
     beside = store_path.with_name(store_path.name + ".sock")
-    if len(os.fsencode(str(beside))) <= SOCKET_PATH_MAX:
+    return beside if len(os.fsencode(str(beside))) <= SOCKET_PATH_MAX else None
+
+
+def _in_runtime_dir(store: str | Path) -> Path:
+    return runtime_dir() / f"{_key(str(canonical(store)))}.sock"
+
+
+def socket_path(store: str | Path) -> Path:
+    """Where the daemon serving `store` binds its socket: next to the store, or in the runtime directory
+    when that path is too long for a socket or the store's directory is not writable (a read-only store)."""
+    beside = _beside(store)
+    if beside is not None and os.access(beside.parent, os.W_OK):
         return beside
-    return runtime_dir() / f"{_key(str(store_path))}.sock"
+    return _in_runtime_dir(store)
+
+
+def socket_candidates(store: str | Path) -> Iterator[Path]:
+    """Where a client looks for that socket, in order (it cannot know which the daemon could use). Lazy:
+    the runtime directory is only looked at (and checked) when the first place holds no daemon."""
+    beside = _beside(store)
+    if beside is not None:
+        yield beside
+    yield _in_runtime_dir(store)
 
 
 @dataclass(slots=True)

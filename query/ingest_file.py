@@ -133,6 +133,11 @@ def embed_new_rows(
 
     if embedder is None or not report.partitions:
         return 0
+    if not embedder.wait_ready():  # at most its load timeout: a hung model must not hold the ingest
+        log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
+                    "`recallfs reindex` or the next ingest embeds them",
+                    embedder.problem or f"the model did not load within {embedder.load_timeout_s:.0f} s")
+        return 0
     schemas = [s for s in (store.partition(o, w) for o, w in sorted(report.partitions)) if s]
     cur = store.cursor()
     missing = sum(missing_count(cur, schema, table, embedder.model_id) for schema in schemas for table in MEMORY_TABLES)

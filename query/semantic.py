@@ -86,6 +86,13 @@ class SemanticSearch:
             return False, "off"
         return self.embedder.availability()
 
+    def stuck_for_s(self) -> float:
+        """How long the model has been loading past its load timeout (0 when it is not stuck)."""
+        if self.embedder is None:
+            return 0.0
+        loading = self.embedder.loading_for_s()
+        return loading if loading > self.embedder.load_timeout_s else 0.0
+
     def search(
         self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
         *, alone: bool = False,

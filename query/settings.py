@@ -57,7 +57,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("semantic", True, "run the semantic arm; false reports degraded: off"),
     Setting("device", "auto", "embedding device: auto, cpu or cuda"),
     Setting("embed_timeout_ms", 2000, "time budget for embedding one query before recall answers lexically"),
-    Setting("warm_timeout_ms", 0, "how long a CLI recall waits for the model to load (0: wait until loaded)"),
+    Setting("warm_timeout_ms", 0, "how long a CLI recall waits for the model to load (0: until loaded, at most "
+            "model_load_timeout_s)"),
+    Setting("model_load_timeout_s", 120.0, "the longest any command waits for the embedding model to load; "
+            "past it recall answers lexically (warming), ingest stores rows without vectors, and the mount's "
+            "health says the model is stuck"),
     Setting("k", 10, "hits per recall page"),
     Setting("fusion", "calibrated", "how fused recall combines its arms: calibrated (weighted sum of "
             "calibrated arm scores) or rrf (reciprocal rank fusion)"),

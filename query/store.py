@@ -41,6 +41,10 @@ class StoreLockedError(StoreError):
     """Another process holds the store (usually a mounted daemon)."""
 
 
+class StoreReadOnlyError(StoreError):
+    """The store can only be opened read-only (its file system is read-only, or the file is not writable)."""
+
+
 class StoreBrokenError(StoreError):
     """DuckDB invalidated the database and it could not be opened again."""
 
@@ -123,6 +127,8 @@ class Store:
                     f"the store {self.path} is held by another process (a mounted recallfs daemon?): "
                     "use the mount's control channel or unmount it first"
                 ) from None
+            if not self.read_only and any(why in str(exc) for why in ("Read-only file system", "Permission denied")):
+                raise StoreReadOnlyError(f"cannot open store {self.path} for writing: {exc}") from None
             raise StoreError(f"cannot open store {self.path}: {exc}") from None
         load_fts(root)
         self._configure(root)

@@ -112,3 +112,19 @@ def locomo_store() -> Path:
     ensure_store(path, lambda: read_locomo(LOCOMO, org="locomo", workspace="unused", agent="default"),
                  refresh=False)
     return path
+
+
+@pytest.fixture
+def disk(tmp_path: Path):
+    """A real 48 MB tmpfs, for tests that fill a disk."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill (needs root and mount rights): {proc.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)  # busy: detach, never hang

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from recallfs.query import diskspace
 from recallfs.query.store import Store
 
 # DuckDB 1.5.5 fails, intermittently, on a windowed aggregate over a semi-join ("INTERNAL Error: Attempted
@@ -21,3 +24,11 @@ def invalidate(store: Store, schema: str, tries: int = 200_000) -> str:
             return str(exc)
     raise AssertionError("DuckDB no longer fails on the invalidating query; find another real trigger for "
                          "tests/fault_helpers.py")
+
+
+def fill(mnt: Path, leave: int) -> Path:
+    """Take the tmpfs's free space down to `leave` bytes with a real file; delete it to free them."""
+    filler = mnt / "filler"
+    with open(filler, "wb") as fh:
+        fh.write(b"\0" * max(diskspace.free_bytes(mnt) - leave, 0))
+    return filler

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fault_helpers import fill
 
 from recallfs.query import diskspace
 from recallfs.query.store import Store
@@ -21,29 +22,6 @@ from recallfs.query.store import Store
 from conftest import fact, snapshot, write_jsonl
 
 SEED = [fact(f"f{i}", f"note {i}: the deploy of service {i} goes through the release train") for i in range(2000)]
-
-
-@pytest.fixture
-def disk(tmp_path: Path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)], capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs to fill (needs root and mount rights): {proc.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)  # busy: detach, never hang
-
-
-def fill(mnt: Path, leave: int) -> Path:
-    """Take the tmpfs's free space down to `leave` bytes with a real file; delete it to free them."""
-    filler = mnt / "filler"
-    with open(filler, "wb") as fh:
-        fh.write(b"\0" * max(diskspace.free_bytes(mnt) - leave, 0))
-    return filler
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
