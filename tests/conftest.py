@@ -20,12 +20,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true",
-                     help="the long fuzz and load runs: 100,000 fuzz examples per test, a 10-minute load test")
+                     help="the long fuzz and load runs: over 100,000 fuzz examples in all, a 10-minute load test")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--long"):
-        os.environ.setdefault("RECALLFS_FUZZ_EXAMPLES", "100000")
+        os.environ.setdefault("RECALLFS_FUZZ_LONG", "1")
         os.environ.setdefault("RECALLFS_LOAD_S", "600")
 
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -5,8 +5,8 @@
 - `Probe`: runs one operation through the kernel and checks the invariants: no EIO, every errno one the
   README's errno table documents, `fstat` size equal to the bytes read, the daemon still alive.
 
-Examples per test: RECALLFS_FUZZ_EXAMPLES, or `pytest --long` (100,000); the CI run keeps about 2,000
-in all. Hypothesis runs derandomized, so a CI run is repeatable.
+Examples per test: RECALLFS_FUZZ_EXAMPLES, or `pytest --long` (over 100,000 in all); the CI run keeps
+about 2,000 in all. Hypothesis runs derandomized, so a CI run is repeatable.
 """
 
 from __future__ import annotations
@@ -194,6 +194,9 @@ class Probe:
         self.alive()
 
 
-def fuzz_examples(default: int) -> int:
-    """How many examples a fuzz test runs: RECALLFS_FUZZ_EXAMPLES, or `default`."""
-    return int(os.environ.get("RECALLFS_FUZZ_EXAMPLES", default))
+def fuzz_examples(default: int, long: int) -> int:
+    """How many examples a fuzz test runs: RECALLFS_FUZZ_EXAMPLES if set, `long` under `pytest --long`
+    (the long run's tests add up to more than 100,000), else `default` (the CI run: about 2,000 in all)."""
+    if os.environ.get("RECALLFS_FUZZ_EXAMPLES"):
+        return int(os.environ["RECALLFS_FUZZ_EXAMPLES"])
+    return long if os.environ.get("RECALLFS_FUZZ_LONG") else default

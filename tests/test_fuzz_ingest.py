@@ -159,7 +159,9 @@ def test_jsonl_lines(mounted: Mount, tmp_path: Path, via_cli: bool) -> None:
     tally = Tally()
     counter = iter(range(10**9))
 
-    @settings(max_examples=fuzz_examples(40 if via_cli else 260), deadline=None, derandomize=True, database=None,
+    examples = fuzz_examples(40, 1_000) if via_cli else fuzz_examples(260, 10_000)
+
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(file_lines)
     def one(lines: list[bytes]) -> None:

@@ -3,7 +3,7 @@ recall names of any bytes and options, and every operation on paths inside and o
 
 Invariants (tests/fuzz_support.py): the daemon stays up, no EIO ever, every errno is one the README's
 errno table documents, fstat size equals the bytes read, refused writes change nothing, and the daemon
-counts no unexpected error. `pytest --long` runs 100,000 examples per test; CI runs about 2,000 in all.
+counts no unexpected error. `pytest --long` runs over 100,000 in all; CI runs about 2,000.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ pytestmark = [needs_fuse, pytest.mark.mount, pytest.mark.slow]
 
 
 
-def fuzz(default: int) -> settings:
-    return settings(max_examples=fuzz_examples(default), deadline=None, derandomize=True, database=None,
+def fuzz(default: int, long: int) -> settings:
+    return settings(max_examples=fuzz_examples(default, long), deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
 
@@ -64,7 +64,7 @@ def test_recall_names(fuzzed: Mount) -> None:
     probe = Probe(fuzzed.path, fuzzed.mount_info()["pid"])
     generation = _generation(fuzzed)
 
-    @fuzz(900)
+    @fuzz(900, 50_000)
     @given(recall_names)
     def one(name: bytes) -> None:
         probe.recall(name)
@@ -100,7 +100,7 @@ def test_paths_and_operations(fuzzed: Mount) -> None:
                   st.lists(component, min_size=1, max_size=2)),
     )
 
-    @fuzz(900)
+    @fuzz(900, 50_000)
     @given(path, st.sampled_from(OPERATIONS))
     def one(target: bytes, op: str) -> None:
         probe.path_op(target, op)
