@@ -15,7 +15,7 @@ DEMO_ENV   := RECALLFS_STORE=$(abspath $(DEMO_STORE)) RECALLFS_WORKSPACE=demo/te
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup system venv demo test lint bench eval clean
+.PHONY: setup system venv demo test lint long bench eval clean
 
 setup: system venv
 
@@ -60,6 +60,10 @@ test: setup
 
 lint:
 	$(BIN)/ruff check .
+
+# The long reliability run: over 100,000 fuzz examples against real mounts, and a 10-minute load test.
+long: setup
+	$(BIN)/python -m pytest -q -s --long tests/test_fuzz_mount.py tests/test_fuzz_ingest.py tests/test_mount_load.py
 
 eval: setup
 	$(BIN)/recallfs eval --dataset locomo

@@ -642,10 +642,12 @@ class MountOps(pyfuse3.Operations):
             self.semantic_ready, self.degraded_reason = ready, reason
             await self.invalidate({INDEX_DEP, RECALL_DEP})
 
+    def _store_state(self) -> dict[str, Any]:
+        return {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only}
+
     def verdict(self) -> Verdict:
         """Whether this daemon can serve (mount/health.py)."""
-        store = {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only}
-        return verdict(store=store, recent_errors=self.stats.recent.count(),
+        return verdict(store=self._store_state(), recent_errors=self.stats.recent.count(),
                        last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
                        semantic_stuck_s=self.semantic_stuck_s, repairs=index_health()["recent_index_repairs"])
 
@@ -659,7 +661,7 @@ class MountOps(pyfuse3.Operations):
     def health(self) -> dict[str, Any]:
         return {
             "health": self.verdict().as_dict(),
-            "store": {**self.store.health.as_dict(), "broken": self.store.broken},
+            "store": self._store_state(),
             **self.stats.as_dict(),
             "loop_thread_violations": self.store.violations,
             "inodes": len(self.inodes),

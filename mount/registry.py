@@ -31,9 +31,13 @@ class RuntimeDirError(RuntimeError):
     """The runtime directory cannot be trusted; the message says why and what to do."""
 
 
-def runtime_dir() -> Path:
+def _runtime_base() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR")
-    path = Path(base) / "recallfs" if base else Path(f"/tmp/recallfs-{os.getuid()}")
+    return Path(base) / "recallfs" if base else Path(f"/tmp/recallfs-{os.getuid()}")
+
+
+def runtime_dir() -> Path:
+    path = _runtime_base()
     path.parent.mkdir(parents=True, exist_ok=True)
     for directory in (path, path / "mounts"):
         _private_dir(directory)
@@ -97,10 +101,13 @@ def socket_path(store: str | Path) -> Path:
 
 def socket_candidates(store: str | Path) -> Iterator[Path]:
     """Where a client looks for that socket, in order (it cannot know which the daemon could use). Lazy:
-    the runtime directory is only looked at (and checked) when the first place holds no daemon."""
+    the runtime directory is only looked at (and checked) when the first place holds no daemon, and a
+    client never creates it: where it does not exist, no daemon listens."""
     beside = _beside(store)
     if beside is not None:
         yield beside
+        if not _runtime_base().exists():
+            return
     yield _in_runtime_dir(store)
 
 
@@ -216,16 +223,16 @@ def is_dead(mountpoint: Path) -> bool:
 
 
 def answers(mountpoint: Path, timeout: float) -> str | None:
-    """None when the mount answers a STATFS within `timeout`; else why not (dead, or hung). The
-    request runs in a daemon thread, so a hung mount cannot hang the caller."""
+    """None when the mount answers a STATFS within `timeout`, even with an error; else why not (dead, or
+    hung). The request runs in a daemon thread, so a hung mount cannot hang the caller."""
     outcome: list[str | None] = []
 
     def probe() -> None:
         try:
             os.statvfs(mountpoint)
             outcome.append(None)
-        except OSError as exc:
-            outcome.append(os.strerror(exc.errno) if exc.errno else str(exc))
+        except OSError as exc:  # an answer all the same (EACCES: a --map-uid mount refusing this uid)
+            outcome.append(os.strerror(exc.errno) if exc.errno in DEAD_ERRNOS else None)
 
     worker = threading.Thread(target=probe, daemon=True)
     worker.start()

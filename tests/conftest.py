@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +129,13 @@ def disk(tmp_path: Path):
     finally:
         if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", str(mnt)], capture_output=True)  # busy: detach, never hang
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Any:
+    """The packaged MiniLM, loaded once for the whole run."""
+    from recallfs.query.embedder import shared_embedder
+
+    emb = shared_embedder()
+    assert emb.wait_ready(), emb.problem
+    return emb

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,3 +193,15 @@ def expected_tree(store: Path, org: str, workspace: str, agent: str) -> dict[str
     counts["files"] = (1 + 2 * counts["facts"] + counts["tag_links"] + counts["sessions_with_summary"]
                        + counts["sessions_with_turns"] + counts["turns"] + counts["entities"] + counts["versions"])
     return counts
+
+
+def module_mount(factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[Mount]:
+    """The body of a module-scoped fixture: the sample store, mounted once for a module's tests."""
+    tmp = factory.mktemp(name)
+    full = base_env(tmp, **env)
+    build_store(tmp, SAMPLE, full)
+    mount = start_mount(tmp, full)
+    try:
+        yield mount
+    finally:
+        stop_mount(mount)

@@ -14,15 +14,7 @@ from recallfs.query.embedder import (
     ModelMissingError,
     default_model_path,
     model_identity,
-    shared_embedder,
 )
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    emb = shared_embedder()
-    assert emb.wait_ready(), emb.problem
-    return emb
 
 
 def test_default_model_is_the_packaged_minilm(minilm):

@@ -16,7 +16,7 @@ import pytest
 from mount_helpers import base_env, needs_fuse, start_mount, stop_mount, wait_until
 from semantic_data import PARAPHRASES, records
 
-from recallfs.query.embedder import Embedder, shared_embedder
+from recallfs.query.embedder import Embedder
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
@@ -30,12 +30,6 @@ pytestmark = pytest.mark.slow
 ME = Principal("acme", "proj", "tester")
 QUESTIONS = [q for q, _, _ in PARAPHRASES]
 
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    emb = shared_embedder()
-    assert emb.wait_ready(), emb.problem
-    return emb
 
 
 @pytest.fixture

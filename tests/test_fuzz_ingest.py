@@ -19,7 +19,7 @@ import pytest
 from fuzz_support import HOSTILE_VALUES, fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mount_helpers import SAMPLE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount
+from mount_helpers import Mount, module_mount, needs_fuse
 
 from recallfs.mount import control
 
@@ -93,12 +93,7 @@ file_lines = st.one_of(
 
 @pytest.fixture(scope="module")
 def mounted(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("fuzzingest")
-    env = base_env(tmp)
-    build_store(tmp, SAMPLE, env)
-    mount = start_mount(tmp, env)
-    yield mount
-    stop_mount(mount)
+    yield from module_mount(tmp_path_factory, "fuzzingest")
 
 
 def _generation(mount: Mount) -> int:

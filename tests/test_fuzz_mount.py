@@ -18,7 +18,12 @@ import pytest
 from fuzz_support import OPERATIONS, TOP, Probe, component, fuzz_examples, recall_names
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mount_helpers import SAMPLE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount, wait_until
+from mount_helpers import (
+    Mount,
+    module_mount,
+    needs_fuse,
+    wait_until,
+)
 
 pytestmark = [needs_fuse, pytest.mark.mount, pytest.mark.slow]
 
@@ -31,14 +36,10 @@ def fuzz(default: int, long: int) -> settings:
 
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("fuzz")
-    env = base_env(tmp, RECALLFS_SEMANTIC="true", RECALLFS_RECALL_TTL_S="1")
-    build_store(tmp, SAMPLE, env)
-    mount = start_mount(tmp, env)
-    # the model loads in the background: fuzz the hybrid pipeline, tokenizer included
-    assert wait_until(lambda: not mount.mount_info()["detail"]["degraded"], timeout=180)
-    yield mount
-    stop_mount(mount)
+    for mount in module_mount(tmp_path_factory, "fuzz", RECALLFS_SEMANTIC="true", RECALLFS_RECALL_TTL_S="1"):
+        # the model loads in the background: fuzz the hybrid pipeline, tokenizer included
+        assert wait_until(lambda mount=mount: not mount.mount_info()["detail"]["degraded"], timeout=180)
+        yield mount
 
 
 def _tree(mount: Path) -> list[bytes]:

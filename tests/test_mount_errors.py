@@ -7,19 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from mount_helpers import SAMPLE, base_env, build_store, needs_fuse, start_mount, stop_mount
+from mount_helpers import module_mount, needs_fuse
 
 pytestmark = [needs_fuse, pytest.mark.mount]
 
 
 @pytest.fixture(scope="module")
 def mounted(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("mounterrors")
-    env = base_env(tmp)
-    build_store(tmp, SAMPLE, env)
-    mount = start_mount(tmp, env)
-    yield mount
-    stop_mount(mount)
+    yield from module_mount(tmp_path_factory, "mounterrors")
 
 
 @pytest.mark.parametrize("option", ["since:99999y", "until:3000y", "since:0001-01-01T00:00+01:00",

@@ -11,7 +11,6 @@ import pytest
 import recallfs.query.gate as gate
 from recallfs.mount.browse import Browser
 from recallfs.mount.paths import Kind
-from recallfs.query.embedder import Embedder, shared_embedder
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
 from recallfs.query.records import parse_record
@@ -28,12 +27,6 @@ MINE = [fact("m-1", "The lighthouse keeper logs the ferry schedule every morning
 THEIRS = [fact(f"t-{i}", f"kvpartition{i} the lighthouse keeper logs the ferry schedule every morning",
                agent="guest", tags=["kvpartition-tag"], entity="kvpartition-ent") for i in range(5)]
 
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    emb = shared_embedder()
-    assert emb.wait_ready(), emb.problem
-    return emb
 
 
 @pytest.fixture

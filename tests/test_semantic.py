@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from semantic_data import PARAPHRASES, records
 
-from recallfs.query.embedder import Embedder, default_model_path, shared_embedder
+from recallfs.query.embedder import Embedder, default_model_path
 from recallfs.query.gate import scope_clause
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.recall import recall
@@ -26,12 +26,6 @@ from conftest import fact, write_jsonl
 
 ME = Principal("acme", "proj", "tester")
 
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    emb = shared_embedder()
-    assert emb.wait_ready(), emb.problem
-    return emb
 
 
 @pytest.fixture
