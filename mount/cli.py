@@ -181,12 +181,12 @@ def store_or_nothing(cfg: dict[str, Any], *, create: bool = False, read_only: bo
     """Open the store; a new one that fails half-made (a full disk leaves an empty file, which every
     later open refuses as "not a valid DuckDB database") is removed again. Raises StoreError."""
     from recallfs.query.diskspace import is_disk_full
-    from recallfs.query.store import StoreError, StoreLockedError
+    from recallfs.query.store import Store, StoreError, StoreLockedError
 
     path = Path(cfg["store"]).expanduser()
     existed = path.exists()
     try:
-        return _open_file_store(path, create=create, read_only=read_only)
+        return Store(path, create=create, read_only=read_only)
     except StoreLockedError:
         raise
     except StoreError as exc:
@@ -198,33 +198,6 @@ def store_or_nothing(cfg: dict[str, Any], *, create: bool = False, read_only: bo
             raise StoreError(f"the disk holding {path} is full: the store could not be created, nothing was "
                              "written; free some space and run the command again") from None
         raise
-
-
-def _open_file_store(path: Path, *, create: bool, read_only: bool) -> Any:
-    import duckdb
-
-    from recallfs.query.store import Store, StoreError
-
-    not_a_store = StoreError(f"{path} is not a DuckDB store (DuckDB took it for another kind of file, to be "
-                             "kept in memory); choose another --store")
-    try:
-        store = Store(path, create=create, read_only=read_only)
-    except duckdb.Error as exc:  # DuckDB's own refusals of a file that is not a store
-        if "in-memory database" in str(exc):
-            raise not_a_store from None
-        raise StoreError(f"cannot open store {path}: {str(exc).splitlines()[0]}") from None
-    if not _file_backed(store):
-        store.close()
-        raise not_a_store
-    return store
-
-
-def _file_backed(store: Any) -> bool:
-    """DuckDB 1.5 opens an existing JSON file (`--store notes.jsonl`) as an empty in-memory database:
-    an ingest would report success and keep nothing."""
-    row = store.cursor().execute(
-        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
-    return bool(row and row[0])
 
 
 def store_dir_ready(cfg: dict[str, Any]) -> None:

@@ -89,6 +89,13 @@ class _Connections(Hooks):
                     self.broken = str(exc).strip().splitlines()[0][:300]
 
 
+def _file_backed(conn: duckdb.DuckDBPyConnection) -> bool:
+    """DuckDB 1.5 opens an existing JSON file (`--store notes.jsonl`) as an empty in-memory database: an
+    ingest would report success and keep nothing, and a mount would serve nothing."""
+    row = conn.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return bool(row and row[0])
+
+
 class Store:
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True) -> None:
         self.path = Path(path).expanduser()
@@ -130,10 +137,21 @@ class Store:
             if not self.read_only and any(why in str(exc) for why in ("Read-only file system", "Permission denied")):
                 raise StoreReadOnlyError(f"cannot open store {self.path} for writing: {exc}") from None
             raise StoreError(f"cannot open store {self.path}: {exc}") from None
+        except duckdb.Error as exc:  # DuckDB's own refusal of a file that is not a store
+            if "in-memory database" in str(exc):
+                raise self._not_a_store() from None
+            raise StoreError(f"cannot open store {self.path}: {str(exc).splitlines()[0]}") from None
+        if not _file_backed(root):
+            root.close()
+            raise self._not_a_store()
         load_fts(root)
         self._configure(root)
         self._opened = weakref.WeakSet([root])
         return root
+
+    def _not_a_store(self) -> StoreError:
+        return StoreError(f"{self.path} is not a DuckDB store (DuckDB took it for another kind of file, to be "
+                          "kept in memory); choose another store path")
 
     def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
         """Database-wide settings applied at every (re)open; subclasses add theirs."""

@@ -144,14 +144,17 @@ def test_errors_come_before_the_model_loads(tmp_path, argv, message):
     assert loaded == []
 
 
-@pytest.mark.parametrize("argv", [("ingest", "{file}"), ("recall", "note"), ("status",), ("init",)])
+@pytest.mark.parametrize("argv", [("ingest", "{file}"), ("recall", "note"), ("status",), ("init",),
+                                  ("mount", "{mnt}")])
 def test_a_json_file_given_as_the_store_is_refused_and_kept(tmp_path, argv):
     """DuckDB opens an existing JSON file as an empty in-memory database: an ingest "succeeded" into it
     and kept nothing, and a read-only open was a CatalogException traceback."""
     src = write_jsonl(tmp_path / "m.jsonl", [fact("f1", "a note")])
     original = src.read_bytes()
-    argv = tuple(str(src) if a == "{file}" else a for a in argv)
+    (tmp_path / "mnt").mkdir()
+    argv = tuple({"{file}": str(src), "{mnt}": str(tmp_path / "mnt")}.get(a, a) for a in argv)
     proc = run_cli(*argv, "--store", str(src), env={**BASE, "XDG_RUNTIME_DIR": str(tmp_path / "run")})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert f"{src} is not a DuckDB store" in proc.stderr
-    assert src.read_bytes() == original and sorted(p.name for p in tmp_path.iterdir() if p.name != "run") == ["m.jsonl"]
+    assert src.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("run", "mnt")) == ["m.jsonl"]
