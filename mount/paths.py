@@ -19,6 +19,7 @@ from recallfs.mount.names import (
     parse_fact_name,
     parse_version_name,
 )
+from recallfs.query.ids import is_memory_id
 
 RESULTS_DIR = ".results"  # recall/.results/<query>/ holds the result directories the links point at
 TRUNCATED_NAME = "_truncated.md"  # in a listing cut at max_rows: says so, and how to see the rest
@@ -58,7 +59,6 @@ DIR_KINDS = frozenset({
     Kind.ROOT, Kind.FACTS, Kind.KINDS, Kind.KIND, Kind.TAGS, Kind.TAG, Kind.SESSIONS, Kind.SESSION, Kind.TURNS,
     Kind.ENTITIES, Kind.HISTORY, Kind.VERSIONS, Kind.RECALL, Kind.RESULTS, Kind.QUERY,
 })
-LINK_KINDS = frozenset({Kind.QUERY_LINK})
 # Listings that come from the store and may be cut at max_rows.
 TRUNCATABLE = frozenset({
     Kind.FACTS, Kind.KIND, Kind.TAG, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.TURNS, Kind.ENTITIES,
@@ -66,7 +66,6 @@ TRUNCATABLE = frozenset({
 })
 
 Params = dict[str, str | int]
-_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def _visible(name: str) -> bool:
@@ -88,7 +87,7 @@ def _value(key: str, suffix: str = "") -> Callable[[str], Params | None]:
 
 
 def _memory_id(name: str) -> Params | None:
-    return {"id": name} if _ID.fullmatch(name) else None
+    return {"id": name} if is_memory_id(name) else None
 
 
 def _version(name: str) -> Params | None:
