@@ -4,14 +4,15 @@
   query on the event loop is an error (counted and logged), not a silent stall.
 - `SingleFlight`: concurrent requests for the same expensive thing (a listing, a recall) share one
   worker-thread computation.
-- `LRU`: a bounded cache. Only the trio thread touches these caches, so they need no locks.
+
+The daemon's caches are `recallfs.query.caches.LruCache`, the one cache type (only the trio thread
+touches them).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,6 @@ from recallfs.query.store import Store
 
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 
 
 class LoopThreadError(RuntimeError):
@@ -93,40 +92,3 @@ class SingleFlight:
         finally:
             del self._flights[key]
             flight.done.set()
-
-
-class LRU(Generic[K, V]):
-    """Least-recently-used cache bounded by a total weight (bytes, entries, ...)."""
-
-    def __init__(self, capacity: int, weigh: Callable[[V], int] = lambda _v: 1) -> None:
-        self.capacity = capacity
-        self.weigh = weigh
-        self.weight = 0
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self.hits = self.misses = 0
-
-    def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._items.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        old = self._items.pop(key, None)
-        if old is not None:
-            self.weight -= self.weigh(old)
-        self._items[key] = value
-        self.weight += self.weigh(value)
-        while self.weight > self.capacity and len(self._items) > 1:
-            _, evicted = self._items.popitem(last=False)
-            self.weight -= self.weigh(evicted)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        self._items.clear()
-        self.weight = 0

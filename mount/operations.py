@@ -37,11 +37,12 @@ from recallfs.mount.browse import (
     NotFound,
     RecallSnapshot,
 )
-from recallfs.mount.concurrency import LRU, GuardedStore, SingleFlight
+from recallfs.mount.concurrency import GuardedStore, SingleFlight
 from recallfs.mount.health import ErrorWindow, Verdict, verdict
 from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable, Node
 from recallfs.mount.names import NameTooLong
 from recallfs.mount.paths import RESULTS_DIR, Kind, Match, resolve
+from recallfs.query.caches import LruCache
 from recallfs.query.repairs import index_health
 
 log = logging.getLogger("recallfs.mount")
@@ -194,13 +195,13 @@ class MountOps(pyfuse3.Operations):
         self.stats = Stats()
         self.inodes = (InodeTable(self.recall_ttl, first_ino=base + 1, shared_root=True) if view_index
                        else InodeTable(self.recall_ttl))
-        self.content: LRU[ContentKey, bytes] = LRU(CONTENT_CACHE_BYTES, len)
-        self.listings: LRU[Any, tuple[tuple[Any, ...], Listing]] = LRU(
+        self.content: LruCache[ContentKey, bytes] = LruCache(CONTENT_CACHE_BYTES, len)
+        self.listings: LruCache[Any, tuple[tuple[Any, ...], Listing]] = LruCache(
             LISTING_CACHE_ENTRIES, lambda v: len(v[1].entries) + 1)
         self.flights = SingleFlight()
         self._batching: dict[Any, trio.Event] = {}  # listings a sibling batch is building now
         self._direct_lookups: Counter[int] = Counter()  # per directory inode
-        self.recalls: LRU[str, _Recall] = LRU(256)
+        self.recalls: LruCache[str, _Recall] = LruCache(256)
         self.recent: OrderedDict[str, None] = OrderedDict()
         self.dirs: dict[int, tuple[Node, list[Entry]]] = {}
         self.files: dict[int, bytes] = {}
