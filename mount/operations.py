@@ -24,10 +24,11 @@ from typing import Any, ParamSpec, TypeVar
 import pyfuse3
 import trio
 
-from recallfs.mount.browse import (
+from recallfs.mount.browse import Browser
+from recallfs.mount.concurrency import GuardedStore, SingleFlight
+from recallfs.mount.entries import (
     INDEX_DEP,
     RECALL_DEP,
-    Browser,
     ContentKey,
     Dep,
     Entry,
@@ -37,11 +38,10 @@ from recallfs.mount.browse import (
     NotFound,
     RecallSnapshot,
 )
-from recallfs.mount.concurrency import GuardedStore, SingleFlight
 from recallfs.mount.health import ErrorWindow, Verdict, verdict
 from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable, Node
 from recallfs.mount.names import NameTooLong
-from recallfs.mount.paths import RESULTS_DIR, Kind, Match, resolve
+from recallfs.mount.paths import BATCHES, KINDS, RESULTS_DIR, Kind, Match, resolve
 from recallfs.query.caches import LruCache
 from recallfs.query.repairs import index_health
 
@@ -56,10 +56,6 @@ VIEW_BITS = 40  # inode and handle numbers of view i lie in [i << VIEW_BITS, (i 
 CONTENT_CACHE_BYTES = 256 << 20
 LISTING_CACHE_ENTRIES = 1_000_000
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-# Children of these directories are fixed names; no store query is needed to resolve them.
-STATIC_KINDS = frozenset({Kind.FACTS, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.ENTITIES, Kind.HISTORY,
-                          Kind.RECALL, Kind.RESULTS})
-DIRECT_CHILD_KINDS = frozenset({Kind.FACT, Kind.KIND, Kind.TAG, Kind.SESSION, Kind.ENTITY, Kind.VERSIONS})
 
 
 class ReadOnly(Exception):
@@ -250,6 +246,7 @@ class MountOps(pyfuse3.Operations):
     # -- listings ----------------------------------------------------------------------------------
     def _cached_listing(self, node: Node) -> Listing | None:
         if node.kind is Kind.QUERY:
+            assert node.snapshot is not None  # set when the node was made (_materialize)
             return Listing(node.snapshot.entries)
         if node.kind is Kind.RECALL:
             return Listing([Entry(q, Kind.QUERY_LINK, target=f"{RESULTS_DIR}/{q}") for q in reversed(self.recent)])
@@ -276,7 +273,7 @@ class MountOps(pyfuse3.Operations):
         token = self._token()
 
         async def compute() -> Listing:
-            if node.kind in Browser.BATCHED:
+            if KINDS[node.kind].batch_key is not None:
                 return await self._batch(node, key, token)
             listing = await self._sync(self.browser.listing, node.kind, node.params, self._status())
             self._install_listing(key, token, listing)
@@ -285,10 +282,10 @@ class MountOps(pyfuse3.Operations):
         return await self.flights.run(("list", key, token), compute)
 
     async def _batch(self, node: Node, key: Any, token: tuple[Any, ...]) -> Listing:
-        field_name = Browser.BATCHED[node.kind]
-        values = await self._window(node)
-        kinds = (node.kind,) if node.kind is Kind.VERSIONS else (Kind.SESSION, Kind.TURNS)
-        keys = [(k, _freeze({field_name: v})) for v in values for k in kinds]
+        field_name = KINDS[node.kind].batch_key
+        assert field_name is not None
+        values = await self._window(node, field_name)
+        keys = [(k, _freeze({field_name: v})) for v in values for k in BATCHES[field_name]]
         done = trio.Event()
         for k in keys:
             self._batching.setdefault(k, done)
@@ -303,13 +300,12 @@ class MountOps(pyfuse3.Operations):
             done.set()
         return next(listing for kind, params, listing in batch if kind is node.kind and _freeze(params) == key[1])
 
-    async def _window(self, node: Node) -> list[str]:
+    async def _window(self, node: Node, field_name: str) -> list[str]:
         """This directory's key and those of the siblings a walk will open next (history/<id>/ after
         history/<id>/, sessions/<s>/ after sessions/<s>/), so that one content load lists them all.
 
         Walks go forward (find, grep -r) or backward (rg's parallel walker pops the last directory
         first), so the window takes the unlisted siblings after this one, then those before it."""
-        field_name = Browser.BATCHED[node.kind]
         own = str(node.params[field_name])
         anchor = node if node.kind is not Kind.TURNS else self.inodes.get(node.parent)
         holder = self.inodes.get(anchor.parent) if anchor is not None else None
@@ -342,10 +338,7 @@ class MountOps(pyfuse3.Operations):
 
     # -- names -------------------------------------------------------------------------------------
     async def _child(self, parent: Node, name: str, match: Match) -> Entry:
-        if parent.kind in STATIC_KINDS and match.kind in (Kind.FACTS, Kind.KINDS, Kind.TAGS, Kind.SESSIONS,
-                                                          Kind.ENTITIES, Kind.HISTORY, Kind.RECALL, Kind.RESULTS):
-            return Entry(name, match.kind)
-        if parent.kind is Kind.ROOT and match.kind is not Kind.INDEX:
+        if KINDS[match.kind].fixed:  # facts/, sessions/, facts/by-kind/, recall/.results/ ...: no store query
             return Entry(name, match.kind)
         if parent.kind is Kind.RECALL:
             if match.kind is not Kind.QUERY_LINK:
@@ -368,10 +361,10 @@ class MountOps(pyfuse3.Operations):
             entry = cached.find(name)
             if entry is not None:
                 return entry
-        if parent.kind in Browser.DIRECT and match.kind in DIRECT_CHILD_KINDS:
+        if KINDS[match.kind].direct:
             self._direct_lookups[parent.ino] = direct + 1
             try:
-                entry, rows = await self._sync(self.browser.lookup, parent.kind, parent.params, name, match.kind)
+                entry, rows = await self._sync(self.browser.lookup, parent.kind, parent.params, name, match)
             except NeedsListing:
                 pass
             else:

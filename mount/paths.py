@@ -55,15 +55,56 @@ class Kind(StrEnum):
     TRUNCATED = "truncated"
 
 
-DIR_KINDS = frozenset({
-    Kind.ROOT, Kind.FACTS, Kind.KINDS, Kind.KIND, Kind.TAGS, Kind.TAG, Kind.SESSIONS, Kind.SESSION, Kind.TURNS,
-    Kind.ENTITIES, Kind.HISTORY, Kind.VERSIONS, Kind.RECALL, Kind.RESULTS, Kind.QUERY,
-})
-# Listings that come from the store and may be cut at max_rows.
-TRUNCATABLE = frozenset({
-    Kind.FACTS, Kind.KIND, Kind.TAG, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.TURNS, Kind.ENTITIES,
-    Kind.HISTORY, Kind.VERSIONS,
-})
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    """What a kind of node is, beyond the routes that name it."""
+
+    is_dir: bool = False
+    fixed: bool = False  # a directory with a fixed name: pinned in the inode table, looked up without the store
+    truncatable: bool = False  # listed from the store and cut at max_rows (then it holds _truncated.md)
+    batch_key: str | None = None  # listed in one content load with its siblings, which differ in this param
+    direct: bool = False  # a name of this kind resolves on its own, without its directory's listing
+    recall: bool = False  # part of a recall result: the kernel caches it for recall_ttl_s only
+
+
+_FILE = KindInfo()
+_FIXED = KindInfo(is_dir=True, fixed=True)
+_FIXED_LIST = KindInfo(is_dir=True, fixed=True, truncatable=True)
+_RECALL_FILE = KindInfo(recall=True)
+KINDS: dict[Kind, KindInfo] = {
+    Kind.ROOT: _FIXED,
+    Kind.INDEX: _FILE,
+    Kind.FACTS: _FIXED_LIST,
+    Kind.FACT: KindInfo(direct=True),
+    Kind.KINDS: _FIXED_LIST,
+    Kind.KIND: KindInfo(is_dir=True, truncatable=True, direct=True),
+    Kind.TAGS: _FIXED_LIST,
+    Kind.TAG: KindInfo(is_dir=True, truncatable=True, direct=True),
+    Kind.SESSIONS: _FIXED_LIST,
+    Kind.SESSION: KindInfo(is_dir=True, batch_key="session", direct=True),
+    Kind.SUMMARY: _FILE,
+    Kind.TRANSCRIPT: _FILE,
+    Kind.TURNS: KindInfo(is_dir=True, truncatable=True, batch_key="session"),
+    Kind.TURN: _FILE,
+    Kind.ENTITIES: _FIXED_LIST,
+    Kind.ENTITY: KindInfo(direct=True),
+    Kind.HISTORY: _FIXED_LIST,
+    Kind.VERSIONS: KindInfo(is_dir=True, truncatable=True, batch_key="id", direct=True),
+    Kind.VERSION: _FILE,
+    Kind.RECALL: _FIXED,
+    Kind.RESULTS: _FIXED,
+    Kind.QUERY_LINK: _FILE,  # a symlink (its entry has a target)
+    Kind.QUERY: KindInfo(is_dir=True, recall=True),
+    Kind.HIT: _RECALL_FILE,
+    Kind.RESULTS_JSON: _RECALL_FILE,
+    Kind.CONTEXT_XML: _RECALL_FILE,
+    Kind.TRUNCATED: _FILE,
+}
+# batch key -> the kinds one sibling batch lists (history/<id>/; sessions/<s>/ with its turns/)
+BATCHES: dict[str, tuple[Kind, ...]] = {
+    key: tuple(kind for kind, info in KINDS.items() if info.batch_key == key)
+    for key in sorted({info.batch_key for info in KINDS.values() if info.batch_key is not None})
+}
 
 Params = dict[str, str | int]
 
@@ -138,7 +179,7 @@ class Match:
 
     @property
     def is_dir(self) -> bool:
-        return self.kind in DIR_KINDS
+        return KINDS[self.kind].is_dir
 
 
 ROUTES: tuple[Route, ...] = (
@@ -201,7 +242,7 @@ def resolve(parts: tuple[str, ...]) -> Match | None:
             raise NameTooLong(part)
     if parts and parts[-1] == TRUNCATED_NAME:
         parent = resolve(parts[:-1])
-        return Match(Kind.TRUNCATED) if parent is not None and parent.kind in TRUNCATABLE else None
+        return Match(Kind.TRUNCATED) if parent is not None and KINDS[parent.kind].truncatable else None
     for route in ROUTES:
         params = _match_route(route, parts)
         if params is not None:
