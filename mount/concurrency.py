@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import duckdb
 import trio
 
 from recallfs.query.cursor import Cursor
@@ -42,10 +41,7 @@ class GuardedStore(Store):
     def __init__(self, path: str | Path, **kwargs: Any) -> None:
         self.loop_thread: int | None = None
         self.violations = 0
-        super().__init__(path, **kwargs)
-
-    def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
-        conn.execute(f"SET memory_limit = '{self.MEMORY_LIMIT}'")  # again after a reopen
+        super().__init__(path, memory_limit=self.MEMORY_LIMIT, **kwargs)  # set again at every reopen
 
     def cursor(self) -> Cursor:
         if self.loop_thread is not None and threading.get_ident() == self.loop_thread:
