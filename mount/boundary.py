@@ -12,7 +12,7 @@ import errno
 import functools
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
@@ -66,14 +66,17 @@ class Stats:
                 "last_unexpected_error": self.last_unexpected}
 
 
-def boundary(*, reply: bool = True) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:
+Handler = Callable[P, Coroutine[Any, Any, T]]  # pyfuse3's Operations methods are coroutine functions
+
+
+def boundary(*, reply: bool = True) -> Callable[[Handler[P, T]], Handler[P, T]]:
     """The one error boundary every Operations method goes through.
 
     Domain errors map to their errno; FUSEError passes; anything else is logged and becomes EIO. A
     method without a reply (forget) swallows everything, since an exception there would reach
     pyfuse3's main loop."""
 
-    def wrap(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    def wrap(fn: Handler[P, T]) -> Handler[P, T]:
         op = fn.__name__
 
         @functools.wraps(fn)

@@ -4,10 +4,11 @@ lookup in the catalog, or the directory's listing. Trio thread only."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from recallfs.mount.browse import Browser
+from recallfs.mount.concurrency import Blocking
 from recallfs.mount.dir_cache import Directories
 from recallfs.mount.entries import Entry, NeedsListing, NotFound
 from recallfs.mount.inodes import Node
@@ -19,7 +20,7 @@ DIRECT_BEFORE_LISTING = 8  # single-name lookups in one directory before it is l
 
 class Children:
     def __init__(self, browser: Browser, dirs: Directories, recalls: RecallDirs, *,
-                 run: Callable[..., Awaitable[Any]], token: Callable[[], tuple[Any, ...]]) -> None:
+                 run: Blocking, token: Callable[[], tuple[Any, ...]]) -> None:
         self.browser = browser
         self.dirs = dirs
         self.recalls = recalls
@@ -59,12 +60,12 @@ class Children:
         if KINDS[match.kind].direct:
             self._direct_lookups[parent.ino] = direct + 1
             try:
-                entry, rows = await self.run(self.browser.lookup, parent.kind, parent.params, name, match)
+                found, rows = await self.run(self.browser.lookup, parent.kind, parent.params, name, match)
             except NeedsListing:
                 pass
             else:
                 self.dirs.install_rows(rows)
-                return entry
+                return found
         listing = cached if cached is not None else await self.dirs.listing(parent)
         entry = listing.find(name)
         if entry is None:

@@ -4,6 +4,7 @@
   query on the event loop is an error (counted and logged), not a silent stall.
 - `SingleFlight`: concurrent requests for the same expensive thing (a listing, a recall) share one
   worker-thread computation.
+- `Blocking`: the type of `MountOps._sync`, which the view's parts are handed to reach worker threads.
 
 The daemon's caches are `recallfs.query.caches.LruCache`, the one cache type (only the trio thread
 touches them).
@@ -16,7 +17,7 @@ import threading
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import trio
 
@@ -25,6 +26,12 @@ from recallfs.query.store import Store
 
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
+
+
+class Blocking(Protocol):
+    """How the trio thread runs blocking work: `await run(fn, *args)` in a worker thread (MountOps._sync)."""
+
+    async def __call__(self, fn: Callable[..., T], /, *args: Any) -> T: ...
 
 
 class LoopThreadError(RuntimeError):

@@ -6,13 +6,13 @@ Trio thread only. A listing is computed in a worker thread (`run`), once for con
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import trio
 
 from recallfs.mount.browse import Browser
-from recallfs.mount.concurrency import SingleFlight
+from recallfs.mount.concurrency import Blocking, SingleFlight
 from recallfs.mount.entries import ContentKey, Entry, Listing
 from recallfs.mount.inodes import InodeTable, Node
 from recallfs.mount.paths import BATCHES, KINDS, RESULTS_DIR, Kind
@@ -34,7 +34,7 @@ def listing_key(kind: Kind, params: dict[str, Any]) -> ListingKey:
 
 
 class Directories:
-    def __init__(self, browser: Browser, inodes: InodeTable, *, run: Callable[..., Awaitable[Any]],
+    def __init__(self, browser: Browser, inodes: InodeTable, *, run: Blocking,
                  token: Callable[[], Token], status: Callable[[], dict[str, Any]],
                  recent_queries: Callable[[], Iterable[str]]) -> None:
         self.browser = browser

@@ -4,14 +4,13 @@ that recall/ lists. Trio thread only; recall itself runs in a worker thread (`ru
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from recallfs.mount.browse import Browser
-from recallfs.mount.concurrency import SingleFlight
+from recallfs.mount.concurrency import Blocking, SingleFlight
 from recallfs.mount.entries import RECALL_DEP, Entry, RecallSnapshot
 from recallfs.mount.paths import Kind
 from recallfs.query.caches import LruCache
@@ -29,7 +28,7 @@ class _Run:
 
 
 class RecallDirs:
-    def __init__(self, browser: Browser, *, run: Callable[..., Awaitable[Any]], recall_ttl: float) -> None:
+    def __init__(self, browser: Browser, *, run: Blocking, recall_ttl: float) -> None:
         self.browser = browser
         self.run = run
         self.recall_ttl = recall_ttl

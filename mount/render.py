@@ -87,7 +87,7 @@ def memory_fields(row: Row) -> list[tuple[str, Any]]:
 
 
 def memory_body(row: Row) -> str:
-    text = row["content"].rstrip("\n")
+    text = str(row["content"]).rstrip("\n")
     if row["table"] == "turns":
         text = f"{row['speaker']}: {text}"
         if row.get("caption"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -19,7 +19,7 @@ import trio
 
 from recallfs.mount.boundary import Stats
 from recallfs.mount.browse import Browser
-from recallfs.mount.concurrency import GuardedStore
+from recallfs.mount.concurrency import Blocking, GuardedStore
 from recallfs.mount.entries import INDEX_DEP, RECALL_DEP, Dep
 from recallfs.mount.health import Verdict, verdict
 from recallfs.mount.inodes import InodeTable
@@ -27,7 +27,6 @@ from recallfs.query.repairs import index_health
 
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
-Run = Callable[..., Awaitable[Any]]  # MountOps._sync: blocking work in a worker thread
 
 
 def _invalidate_entries(stale: Iterable[tuple[int, str]]) -> None:
@@ -40,7 +39,7 @@ def _invalidate_entries(stale: Iterable[tuple[int, str]]) -> None:
 
 
 class Upkeep:
-    def __init__(self, store: GuardedStore, browser: Browser, inodes: InodeTable, stats: Stats, *, run: Run,
+    def __init__(self, store: GuardedStore, browser: Browser, inodes: InodeTable, stats: Stats, *, run: Blocking,
                  semantic: Any, kernel: bool, recall_ttl: float) -> None:
         self.store = store
         self.browser = browser

@@ -70,7 +70,9 @@ class Catalog:
         one plain query for the metadata. Small queries with list parameters or the policy predicate cost
         tens of milliseconds each in DuckDB, and a walk of the tree would issue thousands of them."""
         cur = self.store.cursor()
-        current, readable, rows = {}, {}, {}
+        current: dict[str, frozenset[int]] = {}
+        readable: dict[str, frozenset[int]] = {}
+        rows: dict[str, list[Meta]] = {}
         for table in MEMORY_TABLES:
             for only, out in ((True, current), (False, readable)):
                 where, params = scope_clause(self.principal, schema, None, current_only=only)
