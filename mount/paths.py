@@ -57,9 +57,9 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class KindInfo:
-    """What a kind of node is, beyond the routes that name it."""
+    """What a kind of node is, beyond the routes that name it. (Whether a node is a directory, a file or
+    a link is said by its entry: content for a file, a target for a link.)"""
 
-    is_dir: bool = False
     fixed: bool = False  # a directory with a fixed name: pinned in the inode table, looked up without the store
     truncatable: bool = False  # listed from the store and cut at max_rows (then it holds _truncated.md)
     batch_key: str | None = None  # listed in one content load with its siblings, which differ in this param
@@ -67,38 +67,38 @@ class KindInfo:
     recall: bool = False  # part of a recall result: the kernel caches it for recall_ttl_s only
 
 
-_FILE = KindInfo()
-_FIXED = KindInfo(is_dir=True, fixed=True)
-_FIXED_LIST = KindInfo(is_dir=True, fixed=True, truncatable=True)
+_PLAIN = KindInfo()
+_FIXED = KindInfo(fixed=True)
+_FIXED_LIST = KindInfo(fixed=True, truncatable=True)
 _RECALL_FILE = KindInfo(recall=True)
 KINDS: dict[Kind, KindInfo] = {
     Kind.ROOT: _FIXED,
-    Kind.INDEX: _FILE,
+    Kind.INDEX: _PLAIN,
     Kind.FACTS: _FIXED_LIST,
     Kind.FACT: KindInfo(direct=True),
     Kind.KINDS: _FIXED_LIST,
-    Kind.KIND: KindInfo(is_dir=True, truncatable=True, direct=True),
+    Kind.KIND: KindInfo(truncatable=True, direct=True),
     Kind.TAGS: _FIXED_LIST,
-    Kind.TAG: KindInfo(is_dir=True, truncatable=True, direct=True),
+    Kind.TAG: KindInfo(truncatable=True, direct=True),
     Kind.SESSIONS: _FIXED_LIST,
-    Kind.SESSION: KindInfo(is_dir=True, batch_key="session", direct=True),
-    Kind.SUMMARY: _FILE,
-    Kind.TRANSCRIPT: _FILE,
-    Kind.TURNS: KindInfo(is_dir=True, truncatable=True, batch_key="session"),
-    Kind.TURN: _FILE,
+    Kind.SESSION: KindInfo(batch_key="session", direct=True),
+    Kind.SUMMARY: _PLAIN,
+    Kind.TRANSCRIPT: _PLAIN,
+    Kind.TURNS: KindInfo(truncatable=True, batch_key="session"),
+    Kind.TURN: _PLAIN,
     Kind.ENTITIES: _FIXED_LIST,
     Kind.ENTITY: KindInfo(direct=True),
     Kind.HISTORY: _FIXED_LIST,
-    Kind.VERSIONS: KindInfo(is_dir=True, truncatable=True, batch_key="id", direct=True),
-    Kind.VERSION: _FILE,
+    Kind.VERSIONS: KindInfo(truncatable=True, batch_key="id", direct=True),
+    Kind.VERSION: _PLAIN,
     Kind.RECALL: _FIXED,
     Kind.RESULTS: _FIXED,
-    Kind.QUERY_LINK: _FILE,  # a symlink (its entry has a target)
-    Kind.QUERY: KindInfo(is_dir=True, recall=True),
+    Kind.QUERY_LINK: _PLAIN,  # a symlink (its entry has a target)
+    Kind.QUERY: KindInfo(recall=True),
     Kind.HIT: _RECALL_FILE,
     Kind.RESULTS_JSON: _RECALL_FILE,
     Kind.CONTEXT_XML: _RECALL_FILE,
-    Kind.TRUNCATED: _FILE,
+    Kind.TRUNCATED: _PLAIN,
 }
 # batch key -> the kinds one sibling batch lists (history/<id>/; sessions/<s>/ with its turns/)
 BATCHES: dict[str, tuple[Kind, ...]] = {
@@ -176,10 +176,6 @@ class Route:
 class Match:
     kind: Kind
     params: Params = field(default_factory=dict)
-
-    @property
-    def is_dir(self) -> bool:
-        return KINDS[self.kind].is_dir
 
 
 ROUTES: tuple[Route, ...] = (
