@@ -4,20 +4,21 @@
   query on the event loop is an error (counted and logged), not a silent stall.
 - `SingleFlight`: concurrent requests for the same expensive thing (a listing, a recall) share one
   worker-thread computation.
-- `LRU`: a bounded cache. Only the trio thread touches these caches, so they need no locks.
+- `Blocking`: the type of `MountOps._sync`, which the view's parts are handed to reach worker threads.
+
+The daemon's caches are `recallfs.query.caches.LruCache`, the one cache type (only the trio thread
+touches them).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-import duckdb
 import trio
 
 from recallfs.query.cursor import Cursor
@@ -25,8 +26,12 @@ from recallfs.query.store import Store
 
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
+
+
+class Blocking(Protocol):
+    """How the trio thread runs blocking work: `await run(fn, *args)` in a worker thread (MountOps._sync)."""
+
+    async def __call__(self, fn: Callable[..., T], /, *args: Any) -> T: ...
 
 
 class LoopThreadError(RuntimeError):
@@ -43,10 +48,7 @@ class GuardedStore(Store):
     def __init__(self, path: str | Path, **kwargs: Any) -> None:
         self.loop_thread: int | None = None
         self.violations = 0
-        super().__init__(path, **kwargs)
-
-    def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
-        conn.execute(f"SET memory_limit = '{self.MEMORY_LIMIT}'")  # again after a reopen
+        super().__init__(path, memory_limit=self.MEMORY_LIMIT, **kwargs)  # set again at every reopen
 
     def cursor(self) -> Cursor:
         if self.loop_thread is not None and threading.get_ident() == self.loop_thread:
@@ -93,40 +95,3 @@ class SingleFlight:
         finally:
             del self._flights[key]
             flight.done.set()
-
-
-class LRU(Generic[K, V]):
-    """Least-recently-used cache bounded by a total weight (bytes, entries, ...)."""
-
-    def __init__(self, capacity: int, weigh: Callable[[V], int] = lambda _v: 1) -> None:
-        self.capacity = capacity
-        self.weigh = weigh
-        self.weight = 0
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self.hits = self.misses = 0
-
-    def get(self, key: K) -> V | None:
-        value = self._items.get(key)
-        if value is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._items.move_to_end(key)
-        return value
-
-    def put(self, key: K, value: V) -> None:
-        old = self._items.pop(key, None)
-        if old is not None:
-            self.weight -= self.weigh(old)
-        self._items[key] = value
-        self.weight += self.weigh(value)
-        while self.weight > self.capacity and len(self._items) > 1:
-            _, evicted = self._items.popitem(last=False)
-            self.weight -= self.weigh(evicted)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        self._items.clear()
-        self.weight = 0

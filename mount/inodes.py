@@ -21,14 +21,11 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.browse import Content, Dep, Entry
-from recallfs.mount.paths import Kind
+from recallfs.mount.entries import Content, Dep, Entry, RecallSnapshot
+from recallfs.mount.paths import KINDS, Kind
 
 _UID, _GID = os.getuid(), os.getgid()
 LONG_TIMEOUT = 3600.0  # seconds; immutable content, and bindings that ingest invalidates explicitly
-RECALL_KINDS = frozenset({Kind.QUERY, Kind.HIT, Kind.RESULTS_JSON, Kind.CONTEXT_XML})
-PINNED_KINDS = frozenset({Kind.ROOT, Kind.FACTS, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.ENTITIES,
-                          Kind.HISTORY, Kind.RECALL, Kind.RESULTS})
 
 
 @dataclass(slots=True, eq=False)
@@ -46,7 +43,7 @@ class Node:
     deps: frozenset[Dep] = frozenset()
     lookups: int = 0
     pinned: bool = False
-    snapshot: Any = None  # the RecallSnapshot of a recall directory
+    snapshot: RecallSnapshot | None = None  # a recall directory's run
 
     @property
     def is_dir(self) -> bool:
@@ -80,7 +77,7 @@ def make_attr(ino: int, entry: Entry, recall_ttl: float, default_ns: int) -> pyf
     attr.st_blocks = (attr.st_size + 511) // 512
     ns = _ns(entry.mtime, default_ns)
     attr.st_atime_ns = attr.st_mtime_ns = attr.st_ctime_ns = ns
-    timeout = recall_ttl if entry.kind in RECALL_KINDS else LONG_TIMEOUT
+    timeout = recall_ttl if KINDS[entry.kind].recall else LONG_TIMEOUT
     attr.entry_timeout = timeout
     attr.attr_timeout = timeout
     return attr
@@ -129,7 +126,7 @@ class InodeTable:
             parts=(*parent.parts, entry.name) if entry.is_dir else (),
             params=entry.params, key=key, attr=make_attr(ino, entry, self.recall_ttl, self.started_ns),
             content=entry.content, target=os.fsencode(entry.target) if entry.target is not None else None,
-            deps=entry.deps, pinned=entry.kind in PINNED_KINDS,
+            deps=entry.deps, pinned=KINDS[entry.kind].fixed,
         )
         if self.shared_root and parent.ino == pyfuse3.ROOT_INODE:
             node.attr.entry_timeout = 0

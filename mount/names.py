@@ -9,6 +9,9 @@ import hashlib
 import re
 import unicodedata
 
+from recallfs.query.ids import is_memory_id
+from recallfs.query.records import TYPE_TO_TABLE
+
 NAME_MAX = 255
 # '/' cannot appear in a file name. Stored values (tags, sessions, entities) show it as U+2215
 # DIVISION SLASH, which looks the same; in recall queries both that and %2F mean '/'.
@@ -16,8 +19,7 @@ SLASH_STANDIN = "\u2215"
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _PERCENT_SLASH = re.compile(r"%2f", re.I)
 
-TABLE_SINGULAR = {"facts": "fact", "summaries": "summary", "turns": "turn"}
-SINGULAR_TABLE = {v: k for k, v in TABLE_SINGULAR.items()}
+TABLE_SINGULAR = {table: singular for singular, table in TYPE_TO_TABLE.items()}  # "facts" -> "fact"
 
 
 class NameTooLong(ValueError):
@@ -89,7 +91,7 @@ def parse_fact_name(name: str) -> str | None:
     if not name.endswith(".md") or "--" not in name:
         return None
     mem_id = name[:-3].split("--", 1)[1]
-    return mem_id if re.fullmatch(r"[A-Za-z0-9._-]{1,64}", mem_id) else None
+    return mem_id if is_memory_id(mem_id) else None
 
 
 def turn_name(seq: int | None, speaker: str | None) -> str:

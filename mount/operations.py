@@ -1,166 +1,48 @@
 """pyfuse3 Operations: thin async methods over the browser (which runs in worker threads).
 
 Rules (developer-notes/concurrency.md):
-- Every method goes through `boundary`: domain errors become their errno, anything else is logged and
-  becomes EIO. No request can end the main loop.
+- Every method goes through `boundary` (mount/boundary.py): domain errors become their errno, anything
+  else is logged and becomes EIO. No request can end the main loop. Every write is refused there too.
 - DuckDB, FAISS and the model are only reached through `_sync` (a worker thread, bounded by a
   CapacityLimiter). Inodes, caches and handles are touched only on the trio thread, so they need no locks.
 - A directory's listing is taken at opendir and served from that snapshot with cookies = positions.
 - Sizes are known before reads: files are rendered when they are looked up or listed.
+
+One MountOps is one view (one principal). Its parts: the inode table (mount/inodes.py), listings and
+content (mount/dir_cache.py), names below a directory (mount/children.py), recall directories
+(mount/recall_dirs.py), and what changes outside requests (mount/upkeep.py).
 """
 
 from __future__ import annotations
 
 import errno
 import functools
-import logging
 import os
-from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import pyfuse3
 import trio
 
-from recallfs.mount.browse import (
-    INDEX_DEP,
-    RECALL_DEP,
-    Browser,
-    ContentKey,
-    Dep,
-    Entry,
-    Listing,
-    NeedsListing,
-    NotADirectory,
-    NotFound,
-    RecallSnapshot,
-)
-from recallfs.mount.concurrency import LRU, GuardedStore, SingleFlight
-from recallfs.mount.health import ErrorWindow, Verdict, verdict
+from recallfs.mount.boundary import IsADirectory, ReadOnly, RefusesWrites, Stats, boundary
+from recallfs.mount.browse import Browser
+from recallfs.mount.children import Children
+from recallfs.mount.concurrency import GuardedStore
+from recallfs.mount.dir_cache import Directories
+from recallfs.mount.entries import Dep, Entry, NotADirectory, NotFound
+from recallfs.mount.health import Verdict
 from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable, Node
-from recallfs.mount.names import NameTooLong
-from recallfs.mount.paths import RESULTS_DIR, Kind, Match, resolve
-from recallfs.query.repairs import index_health
+from recallfs.mount.paths import Kind, resolve
+from recallfs.mount.recall_dirs import RecallDirs
+from recallfs.mount.upkeep import Upkeep
 
-log = logging.getLogger("recallfs.mount")
-P = ParamSpec("P")
 T = TypeVar("T")
 
-RECENT_QUERIES = 50  # how many recent queries recall/ lists
-BATCH_WINDOW = 256  # sibling directories listed together when a walk opens the first of them
-DIRECT_BEFORE_LISTING = 8  # single-name lookups in one directory before it is listed whole instead
 VIEW_BITS = 40  # inode and handle numbers of view i lie in [i << VIEW_BITS, (i + 1) << VIEW_BITS)
-CONTENT_CACHE_BYTES = 256 << 20
-LISTING_CACHE_ENTRIES = 1_000_000
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-# Children of these directories are fixed names; no store query is needed to resolve them.
-STATIC_KINDS = frozenset({Kind.FACTS, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.ENTITIES, Kind.HISTORY,
-                          Kind.RECALL, Kind.RESULTS})
-DIRECT_CHILD_KINDS = frozenset({Kind.FACT, Kind.KIND, Kind.TAG, Kind.SESSION, Kind.ENTITY, Kind.VERSIONS})
 
 
-class ReadOnly(Exception):
-    """Every write: EROFS (the mount is read-only until an issue asks for writes)."""
-
-
-class IsADirectory(Exception):
-    """Opening a directory as a file: EISDIR."""
-
-
-ERRNOS: tuple[tuple[type[BaseException], int], ...] = (
-    (NotFound, errno.ENOENT),
-    (NotADirectory, errno.ENOTDIR),
-    (NameTooLong, errno.ENAMETOOLONG),
-    (ReadOnly, errno.EROFS),
-    (IsADirectory, errno.EISDIR),
-    (PermissionError, errno.EACCES),
-)
-
-
-def errno_for(exc: BaseException) -> int | None:
-    for cls, number in ERRNOS:
-        if isinstance(exc, cls):
-            return number
-    return None
-
-
-@dataclass(slots=True)
-class Stats:
-    requests: Counter[str] = field(default_factory=Counter)
-    errnos: Counter[str] = field(default_factory=Counter)
-    unexpected: int = 0
-    last_unexpected: str | None = None
-    recent: ErrorWindow = field(default_factory=ErrorWindow)  # unexpected errors, for the health verdict
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"requests": sum(self.requests.values()), "by_op": dict(self.requests),
-                "errnos": dict(self.errnos), "unexpected_errors": self.unexpected,
-                "last_unexpected_error": self.last_unexpected}
-
-
-def boundary(*, reply: bool = True) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:
-    """The one error boundary every Operations method goes through.
-
-    Domain errors map to their errno; FUSEError passes; anything else is logged and becomes EIO. A
-    method without a reply (forget) swallows everything, since an exception there would reach
-    pyfuse3's main loop."""
-
-    def wrap(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-        op = fn.__name__
-
-        @functools.wraps(fn)
-        async def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
-            stats: Stats = args[0].stats  # type: ignore[attr-defined]
-            stats.requests[op] += 1
-            try:
-                return await fn(*args, **kwargs)
-            except pyfuse3.FUSEError as exc:
-                if not reply:
-                    return None  # type: ignore[return-value]
-                stats.errnos[errno.errorcode.get(exc.errno, str(exc.errno))] += 1
-                raise
-            except Exception as exc:
-                number = errno_for(exc)
-                if number is None:
-                    stats.unexpected += 1
-                    stats.last_unexpected = f"{op}: {type(exc).__name__}: {exc}"
-                    stats.recent.add()
-                    log.exception("unexpected error in %s; answered EIO", op)
-                    number = errno.EIO
-                if not reply:
-                    return None  # type: ignore[return-value]
-                stats.errnos[errno.errorcode[number]] += 1
-                raise pyfuse3.FUSEError(number) from None
-
-        return guarded
-
-    return wrap
-
-
-def _invalidate_entries(stale: Iterable[tuple[int, str]]) -> None:
-    for parent, name in stale:
-        try:
-            pyfuse3.invalidate_entry(parent, os.fsencode(name))
-        except OSError as exc:
-            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # ENOENT: the kernel had already dropped it
-                log.warning("could not invalidate %s in inode %d: %s", name, parent, exc)
-
-
-def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted((k, v) for k, v in params.items() if isinstance(v, str | int)))
-
-
-@dataclass(slots=True)
-class _Recall:
-    sid: int
-    snapshot: RecallSnapshot
-    token: tuple[Any, ...]
-    born: float
-
-
-class MountOps(pyfuse3.Operations):
+class MountOps(RefusesWrites, pyfuse3.Operations):
     supports_dot_lookup = False
     enable_writeback_cache = False
     enable_acl = False
@@ -182,36 +64,23 @@ class MountOps(pyfuse3.Operations):
         self.browser = browser
         self.recall_ttl = float(recall_ttl)
         self.semantic = semantic
-        self.kernel = kernel  # False when driven directly (tests): no kernel to notify
         # view_index > 0: one of several per-agent views of one mount (mount/views.py). Its inode and
         # handle numbers live in their own range, and the root's children are never cached by the kernel.
         self.view_index = view_index
         base = view_index << VIEW_BITS
         self.limiter = limiter or trio.CapacityLimiter(threads)
-        self.write_limiter = trio.CapacityLimiter(1)
-        self.notify_limiter = trio.CapacityLimiter(1)
-        self.write_lock = trio.Lock()
         self.stats = Stats()
         self.inodes = (InodeTable(self.recall_ttl, first_ino=base + 1, shared_root=True) if view_index
                        else InodeTable(self.recall_ttl))
-        self.content: LRU[ContentKey, bytes] = LRU(CONTENT_CACHE_BYTES, len)
-        self.listings: LRU[Any, tuple[tuple[Any, ...], Listing]] = LRU(
-            LISTING_CACHE_ENTRIES, lambda v: len(v[1].entries) + 1)
-        self.flights = SingleFlight()
-        self._batching: dict[Any, trio.Event] = {}  # listings a sibling batch is building now
-        self._direct_lookups: Counter[int] = Counter()  # per directory inode
-        self.recalls: LRU[str, _Recall] = LRU(256)
-        self.recent: OrderedDict[str, None] = OrderedDict()
+        self.upkeep = Upkeep(store, browser, self.inodes, self.stats, run=self._sync, semantic=semantic,
+                             kernel=kernel, recall_ttl=self.recall_ttl)
+        self.recalls = RecallDirs(browser, run=self._sync, recall_ttl=self.recall_ttl)
+        self.cache = Directories(browser, self.inodes, run=self._sync, token=self.upkeep.token,
+                                 status=self.upkeep.status, recent_queries=self.recalls.queries)
+        self.children = Children(browser, self.cache, self.recalls, run=self._sync, token=self.upkeep.token)
         self.dirs: dict[int, tuple[Node, list[Entry]]] = {}
         self.files: dict[int, bytes] = {}
         self._fh = base
-        self._sid = 0
-        self.semantic_ready = False
-        self.degraded_reason: str | None = "off"
-        self.last_change: datetime | None = None
-        self.invalidations = 0
-        self.semantic_stuck_s = 0.0  # how long the model has been loading past its load timeout
-        self.health_digest: tuple[str, ...] = ("ok",)  # the verdict index.md was last rendered with
         self._never = pyfuse3.EntryAttributes()  # st_ino 0: a negative entry the kernel may cache
         self._never.st_ino = 0
         self._never.entry_timeout = LONG_TIMEOUT
@@ -223,15 +92,6 @@ class MountOps(pyfuse3.Operations):
         work = functools.partial(fn, *args)
         return await trio.to_thread.run_sync(self.store.consistent, work, limiter=self.limiter)
 
-    def _token(self) -> tuple[Any, ...]:
-        """What cached listings and recall results depend on, besides their own key."""
-        return (self.store.generation, self.semantic_ready, self.degraded_reason, self.health_digest)
-
-    def _status(self) -> dict[str, Any]:
-        return {"generation": self.store.generation, "semantic_ready": self.semantic_ready,
-                "degraded_reason": self.degraded_reason, "recall_ttl_s": self.recall_ttl,
-                "last_change": self.last_change, "health": self.verdict()}
-
     def _node(self, inode: int) -> Node:
         node = self.inodes.get(inode)
         if node is None:
@@ -241,167 +101,6 @@ class MountOps(pyfuse3.Operations):
     def _next_fh(self) -> int:
         self._fh += 1
         return self._fh
-
-    def _install_rows(self, rows: dict[ContentKey, bytes]) -> None:
-        for key, data in rows.items():
-            self.content.put(key, data)
-
-    # -- listings ----------------------------------------------------------------------------------
-    def _cached_listing(self, node: Node) -> Listing | None:
-        if node.kind is Kind.QUERY:
-            return Listing(node.snapshot.entries)
-        if node.kind is Kind.RECALL:
-            return Listing([Entry(q, Kind.QUERY_LINK, target=f"{RESULTS_DIR}/{q}") for q in reversed(self.recent)])
-        if node.kind is Kind.RESULTS:
-            return Listing([])  # hidden: reached through the links in recall/
-        cached = self.listings.get((node.kind, _freeze(node.params)))
-        if cached is not None and cached[0] == self._token():
-            return cached[1]
-        return None
-
-    def _install_listing(self, key: Any, token: tuple[Any, ...], listing: Listing) -> None:
-        self._install_rows(listing.rows)
-        listing.rows = {}  # the content cache holds them now; the listing cache must not pin them
-        self.listings.put(key, (token, listing))
-
-    async def _listing(self, node: Node) -> Listing:
-        key = (node.kind, _freeze(node.params))
-        pending = self._batching.get(key)
-        if pending is not None:  # a batch for siblings is building this one too: wait for it
-            await pending.wait()
-        cached = self._cached_listing(node)
-        if cached is not None:
-            return cached
-        token = self._token()
-
-        async def compute() -> Listing:
-            if node.kind in Browser.BATCHED:
-                return await self._batch(node, key, token)
-            listing = await self._sync(self.browser.listing, node.kind, node.params, self._status())
-            self._install_listing(key, token, listing)
-            return listing
-
-        return await self.flights.run(("list", key, token), compute)
-
-    async def _batch(self, node: Node, key: Any, token: tuple[Any, ...]) -> Listing:
-        field_name = Browser.BATCHED[node.kind]
-        values = await self._window(node)
-        kinds = (node.kind,) if node.kind is Kind.VERSIONS else (Kind.SESSION, Kind.TURNS)
-        keys = [(k, _freeze({field_name: v})) for v in values for k in kinds]
-        done = trio.Event()
-        for k in keys:
-            self._batching.setdefault(k, done)
-        try:
-            batch = await self._sync(self.browser.batch, node.kind, values)
-            for kind, params, listing in batch:
-                self._install_listing((kind, _freeze(params)), token, listing)
-        finally:
-            for k in keys:
-                if self._batching.get(k) is done:
-                    del self._batching[k]
-            done.set()
-        return next(listing for kind, params, listing in batch if kind is node.kind and _freeze(params) == key[1])
-
-    async def _window(self, node: Node) -> list[str]:
-        """This directory's key and those of the siblings a walk will open next (history/<id>/ after
-        history/<id>/, sessions/<s>/ after sessions/<s>/), so that one content load lists them all.
-
-        Walks go forward (find, grep -r) or backward (rg's parallel walker pops the last directory
-        first), so the window takes the unlisted siblings after this one, then those before it."""
-        field_name = Browser.BATCHED[node.kind]
-        own = str(node.params[field_name])
-        anchor = node if node.kind is not Kind.TURNS else self.inodes.get(node.parent)
-        holder = self.inodes.get(anchor.parent) if anchor is not None else None
-        listing = None
-        if holder is not None:
-            # history/ and sessions/ list names only (no content), so they are cheap to build here
-            listing = self._cached_listing(holder) or await self._listing(holder)
-        position = listing.position(anchor.name) if listing is not None and anchor is not None else None
-        if listing is None or position is None:
-            return [own]
-        kind = Kind.SESSION if node.kind is Kind.TURNS else node.kind
-        token = self._token()
-        values = [own]
-        entries = listing.entries
-        after = entries[position + 1: position + 1 + BATCH_WINDOW]
-        before = entries[max(0, position - BATCH_WINDOW): position][::-1]
-        for entry in after + before:
-            if len(values) > BATCH_WINDOW:
-                break
-            value = entry.params.get(field_name)
-            if value is None:
-                continue
-            sibling = (kind, _freeze({field_name: value}))
-            if sibling in self._batching:
-                continue  # another batch is already building it
-            cached = self.listings.get(sibling)
-            if cached is None or cached[0] != token:
-                values.append(str(value))
-        return values
-
-    # -- names -------------------------------------------------------------------------------------
-    async def _child(self, parent: Node, name: str, match: Match) -> Entry:
-        if parent.kind in STATIC_KINDS and match.kind in (Kind.FACTS, Kind.KINDS, Kind.TAGS, Kind.SESSIONS,
-                                                          Kind.ENTITIES, Kind.HISTORY, Kind.RECALL, Kind.RESULTS):
-            return Entry(name, match.kind)
-        if parent.kind is Kind.ROOT and match.kind is not Kind.INDEX:
-            return Entry(name, match.kind)
-        if parent.kind is Kind.RECALL:
-            if match.kind is not Kind.QUERY_LINK:
-                raise NotFound(name)
-            return Entry(name, Kind.QUERY_LINK, target=f"{RESULTS_DIR}/{name}")
-        if parent.kind is Kind.RESULTS:
-            return await self._recall_entry(name, str(match.params["query"]))
-        cached = self._cached_listing(parent)
-        if cached is not None:
-            entry = cached.find(name)
-            if entry is not None:
-                return entry
-            if cached.truncated is None:
-                raise NotFound(name)
-        # Not listed yet, or listed only in part (max_rows): one query answers one name. Once a
-        # directory has had a few of those, a walk is going through it: list it once instead.
-        direct = self._direct_lookups.get(parent.ino, 0)
-        if cached is None and direct >= DIRECT_BEFORE_LISTING:
-            cached = await self._listing(parent)
-            entry = cached.find(name)
-            if entry is not None:
-                return entry
-        if parent.kind in Browser.DIRECT and match.kind in DIRECT_CHILD_KINDS:
-            self._direct_lookups[parent.ino] = direct + 1
-            try:
-                entry, rows = await self._sync(self.browser.lookup, parent.kind, parent.params, name, match.kind)
-            except NeedsListing:
-                pass
-            else:
-                self._install_rows(rows)
-                return entry
-        listing = cached if cached is not None else await self._listing(parent)
-        entry = listing.find(name)
-        if entry is None:
-            raise NotFound(name)
-        return entry
-
-    async def _recall_entry(self, name: str, query: str) -> Entry:
-        token = self._token()
-        now = trio.current_time()
-        cached = self.recalls.get(name)
-        if cached is None or cached.token != token or now - cached.born >= self.recall_ttl:
-
-            async def compute() -> _Recall:
-                snapshot = await self._sync(self.browser.recall, query)
-                self._sid += 1
-                run = _Recall(self._sid, snapshot, token, trio.current_time())
-                self.recalls.put(name, run)
-                return run
-
-            cached = await self.flights.run(("recall", name, token), compute)
-        self.recent.pop(name, None)
-        self.recent[name] = None
-        while len(self.recent) > RECENT_QUERIES:
-            self.recent.popitem(last=False)
-        return Entry(name, Kind.QUERY, {"snapshot": cached.sid, "query": query, "result": cached.snapshot},
-                     deps=frozenset({RECALL_DEP}))
 
     def _materialize(self, parent: Node, entry: Entry) -> Node:
         node = self.inodes.node_for(parent, entry)
@@ -424,7 +123,7 @@ class MountOps(pyfuse3.Operations):
                 # No ingest can ever create this name (.git, .gitignore, .rgignore probes from every
                 # tool): let the kernel cache the answer instead of asking again for each directory.
                 return self._never
-            node = self._materialize(parent, await self._child(parent, text, match))
+            node = self._materialize(parent, await self.children.child(parent, text, match))
         self.inodes.remember(node)
         return node.attr
 
@@ -449,7 +148,7 @@ class MountOps(pyfuse3.Operations):
         node = self._node(inode)
         if not node.is_dir:
             raise NotADirectory(node.name)
-        listing = await self._listing(node)
+        listing = await self.cache.listing(node)
         fh = self._next_fh()
         self.dirs[fh] = (node, listing.entries)
         return fh
@@ -490,11 +189,11 @@ class MountOps(pyfuse3.Operations):
         assert content is not None
         if content.data is not None:
             return content.data
-        data = self.content.get(content.key)
+        data = self.cache.content.get(content.key)
         if data is None:
             _, table, rid = content.key
             data = await self._sync(self.browser.row_bytes, table, rid)
-            self.content.put(content.key, data)
+            self.cache.content.put(content.key, data)
         if len(data) != content.size:
             raise RuntimeError(f"{node.name}: rendered {len(data)} bytes, announced {content.size}")
         return data
@@ -537,143 +236,26 @@ class MountOps(pyfuse3.Operations):
     async def listxattr(self, inode: int, ctx: Any = None) -> list[bytes]:
         raise pyfuse3.FUSEError(errno.ENOSYS)
 
-    # Every write is refused. The mount is also mounted `ro`, so the kernel refuses most of them first.
-    @boundary()
-    async def setattr(self, inode: int, attr: Any, fields: Any, fh: Any, ctx: Any = None) -> Any:
-        raise ReadOnly()
-
-    @boundary()
-    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any = None) -> Any:
-        raise ReadOnly()
-
-    @boundary()
-    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any = None) -> Any:
-        raise ReadOnly()
-
-    @boundary()
-    async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
-        raise ReadOnly()
-
-    @boundary()
-    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
-        raise ReadOnly()
-
-    @boundary()
-    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any = None) -> Any:
-        raise ReadOnly()
-
-    @boundary()
-    async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
-                     flags: int, ctx: Any = None) -> None:
-        raise ReadOnly()
-
-    @boundary()
-    async def link(self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any = None) -> Any:
-        raise ReadOnly()
-
-    @boundary()
-    async def write(self, fh: int, off: int, buf: bytes) -> int:
-        raise ReadOnly()
-
-    @boundary()
-    async def create(self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any = None) -> Any:
-        raise ReadOnly()
-
-    @boundary()
-    async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any = None) -> None:
-        raise ReadOnly()
-
-    @boundary()
-    async def removexattr(self, inode: int, name: bytes, ctx: Any = None) -> None:
-        raise ReadOnly()
-
-    # -- changes from outside the request path (control socket, semantic warm-up) ------------------
+    # -- changes from outside the request path (control socket, semantic warm-up): mount/upkeep.py --
     async def write_store(self, fn: Callable[[], T], *, also: Sequence[MountOps] = ()) -> T:
-        """Run a store write in the writer thread, then invalidate what it changed (here and in the
-        other views of the same mount, `also`).
-
-        Called from the control channel, never from a request handler, so kernel invalidation here
-        cannot deadlock against the request that would have to finish first."""
-        async with self.write_lock:
-            before = await self._sync(self.browser.heads)
-            generation = self.store.generation
-            result: Any = None
-            try:
-                # An ingest is idempotent, so one that an invalidated database cut short is run again.
-                result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
-                return result  # type: ignore[no-any-return]
-            finally:
-                # Also after a failure that came after the commit (a full disk at the index rebuild):
-                # the rows are in, and the kernel must not keep serving the old names.
-                if self.store.generation != generation:
-                    await self._invalidate_changes(before, getattr(result, "written_rids", {}), also)
-
-    async def _invalidate_changes(self, before: set[int], written: dict[str, Any], also: Sequence[MountOps]) -> None:
-        after = await self._sync(self.browser.heads)
-        changed: set[int] = before ^ after
-        for rids in written.values():
-            changed.update(rids)
-        deps = await self._sync(self.browser.deps_of, changed)
-        for view in (self, *also):
-            view.last_change = datetime.now()
-            await view.invalidate(deps)
+        """Run a store write, then invalidate what it changed here and in the views `also`."""
+        return await self.upkeep.write_store(fn, also=[view.upkeep for view in also])
 
     async def invalidate(self, deps: Iterable[Dep]) -> int:
-        """Make the kernel drop the cached names that depend on `deps`, and return once it has.
-
-        Never called from a request handler. The blocking `invalidate_entry` runs in its own thread
-        while the trio loop goes on serving, so a request the kernel waits for can still finish; when
-        this returns (and the ingest is answered) no stale name is left in the kernel's cache."""
-        stale = self.inodes.take_stale(deps)
-        if self.kernel and stale:
-            await trio.to_thread.run_sync(_invalidate_entries, stale, limiter=self.notify_limiter)
-        self.invalidations += len(stale)
-        return len(stale)
+        return await self.upkeep.invalidate(deps)
 
     async def refresh_semantic(self) -> None:
-        """Poll the semantic arm's state (in a thread: it may take the model's lock); on a change, the
-        index and every recall directory are stale."""
-        if self.semantic is None:
-            ready, reason = False, "off"
-        else:
-            ready, reason = await self._sync(self.semantic.availability)
-            self.semantic_stuck_s = self.semantic.stuck_for_s()
-        if (ready, reason) != (self.semantic_ready, self.degraded_reason):
-            self.semantic_ready, self.degraded_reason = ready, reason
-            await self.invalidate({INDEX_DEP, RECALL_DEP})
-
-    def _store_state(self) -> dict[str, Any]:
-        return {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only}
-
-    def verdict(self) -> Verdict:
-        """Whether this daemon can serve (mount/health.py)."""
-        return verdict(store=self._store_state(), recent_errors=self.stats.recent.count(),
-                       last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
-                       semantic_stuck_s=self.semantic_stuck_s, repairs=index_health()["recent_index_repairs"])
+        await self.upkeep.refresh_semantic()
 
     async def refresh_health(self) -> None:
-        """On a change of the verdict, index.md (which shows it) is stale."""
-        digest = self.verdict().digest()
-        if digest != self.health_digest:
-            self.health_digest = digest
-            await self.invalidate({INDEX_DEP})
+        await self.upkeep.refresh_health()
+
+    def verdict(self) -> Verdict:
+        return self.upkeep.verdict()
 
     def health(self) -> dict[str, Any]:
-        return {
-            "health": self.verdict().as_dict(),
-            "store": self._store_state(),
-            **self.stats.as_dict(),
-            "loop_thread_violations": self.store.violations,
-            "inodes": len(self.inodes),
-            "content_cache_bytes": self.content.weight,
-            "content_cache_hits": self.content.hits,
-            "content_cache_misses": self.content.misses,
-            "listings_cached": len(self.listings),
-            "invalidations": self.invalidations,
-            "generation": self.store.generation,
-            "degraded": not self.semantic_ready,
-            "degraded_reason": None if self.semantic_ready else self.degraded_reason,
-            "open_files": len(self.files),
-            "open_dirs": len(self.dirs),
-            **index_health(),  # derived indexes this process found behind or damaged, and rebuilt
-        }
+        content = self.cache.content
+        return self.upkeep.health(
+            {"inodes": len(self.inodes), "content_cache_bytes": content.weight, "content_cache_hits": content.hits,
+             "content_cache_misses": content.misses, "listings_cached": len(self.cache.listings)},
+            {"open_files": len(self.files), "open_dirs": len(self.dirs)})

@@ -19,6 +19,7 @@ from recallfs.mount.names import (
     parse_fact_name,
     parse_version_name,
 )
+from recallfs.query.ids import is_memory_id
 
 RESULTS_DIR = ".results"  # recall/.results/<query>/ holds the result directories the links point at
 TRUNCATED_NAME = "_truncated.md"  # in a listing cut at max_rows: says so, and how to see the rest
@@ -54,19 +55,58 @@ class Kind(StrEnum):
     TRUNCATED = "truncated"
 
 
-DIR_KINDS = frozenset({
-    Kind.ROOT, Kind.FACTS, Kind.KINDS, Kind.KIND, Kind.TAGS, Kind.TAG, Kind.SESSIONS, Kind.SESSION, Kind.TURNS,
-    Kind.ENTITIES, Kind.HISTORY, Kind.VERSIONS, Kind.RECALL, Kind.RESULTS, Kind.QUERY,
-})
-LINK_KINDS = frozenset({Kind.QUERY_LINK})
-# Listings that come from the store and may be cut at max_rows.
-TRUNCATABLE = frozenset({
-    Kind.FACTS, Kind.KIND, Kind.TAG, Kind.KINDS, Kind.TAGS, Kind.SESSIONS, Kind.TURNS, Kind.ENTITIES,
-    Kind.HISTORY, Kind.VERSIONS,
-})
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    """What a kind of node is, beyond the routes that name it. (Whether a node is a directory, a file or
+    a link is said by its entry: content for a file, a target for a link.)"""
+
+    fixed: bool = False  # a directory with a fixed name: pinned in the inode table, looked up without the store
+    truncatable: bool = False  # listed from the store and cut at max_rows (then it holds _truncated.md)
+    batch_key: str | None = None  # listed in one content load with its siblings, which differ in this param
+    direct: bool = False  # a name of this kind resolves on its own, without its directory's listing
+    recall: bool = False  # part of a recall result: the kernel caches it for recall_ttl_s only
+
+
+_PLAIN = KindInfo()
+_FIXED = KindInfo(fixed=True)
+_FIXED_LIST = KindInfo(fixed=True, truncatable=True)
+_RECALL_FILE = KindInfo(recall=True)
+KINDS: dict[Kind, KindInfo] = {
+    Kind.ROOT: _FIXED,
+    Kind.INDEX: _PLAIN,
+    Kind.FACTS: _FIXED_LIST,
+    Kind.FACT: KindInfo(direct=True),
+    Kind.KINDS: _FIXED_LIST,
+    Kind.KIND: KindInfo(truncatable=True, direct=True),
+    Kind.TAGS: _FIXED_LIST,
+    Kind.TAG: KindInfo(truncatable=True, direct=True),
+    Kind.SESSIONS: _FIXED_LIST,
+    Kind.SESSION: KindInfo(batch_key="session", direct=True),
+    Kind.SUMMARY: _PLAIN,
+    Kind.TRANSCRIPT: _PLAIN,
+    Kind.TURNS: KindInfo(truncatable=True, batch_key="session"),
+    Kind.TURN: _PLAIN,
+    Kind.ENTITIES: _FIXED_LIST,
+    Kind.ENTITY: KindInfo(direct=True),
+    Kind.HISTORY: _FIXED_LIST,
+    Kind.VERSIONS: KindInfo(truncatable=True, batch_key="id", direct=True),
+    Kind.VERSION: _PLAIN,
+    Kind.RECALL: _FIXED,
+    Kind.RESULTS: _FIXED,
+    Kind.QUERY_LINK: _PLAIN,  # a symlink (its entry has a target)
+    Kind.QUERY: KindInfo(recall=True),
+    Kind.HIT: _RECALL_FILE,
+    Kind.RESULTS_JSON: _RECALL_FILE,
+    Kind.CONTEXT_XML: _RECALL_FILE,
+    Kind.TRUNCATED: _PLAIN,
+}
+# batch key -> the kinds one sibling batch lists (history/<id>/; sessions/<s>/ with its turns/)
+BATCHES: dict[str, tuple[Kind, ...]] = {
+    key: tuple(kind for kind, info in KINDS.items() if info.batch_key == key)
+    for key in sorted({info.batch_key for info in KINDS.values() if info.batch_key is not None})
+}
 
 Params = dict[str, str | int]
-_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 def _visible(name: str) -> bool:
@@ -88,7 +128,7 @@ def _value(key: str, suffix: str = "") -> Callable[[str], Params | None]:
 
 
 def _memory_id(name: str) -> Params | None:
-    return {"id": name} if _ID.fullmatch(name) else None
+    return {"id": name} if is_memory_id(name) else None
 
 
 def _version(name: str) -> Params | None:
@@ -136,10 +176,6 @@ class Route:
 class Match:
     kind: Kind
     params: Params = field(default_factory=dict)
-
-    @property
-    def is_dir(self) -> bool:
-        return self.kind in DIR_KINDS
 
 
 ROUTES: tuple[Route, ...] = (
@@ -202,7 +238,7 @@ def resolve(parts: tuple[str, ...]) -> Match | None:
             raise NameTooLong(part)
     if parts and parts[-1] == TRUNCATED_NAME:
         parent = resolve(parts[:-1])
-        return Match(Kind.TRUNCATED) if parent is not None and parent.kind in TRUNCATABLE else None
+        return Match(Kind.TRUNCATED) if parent is not None and KINDS[parent.kind].truncatable else None
     for route in ROUTES:
         params = _match_route(route, parts)
         if params is not None:

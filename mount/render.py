@@ -1,6 +1,6 @@
 """Markdown files with YAML front matter: one memory, a transcript, an entity, a recall hit, index.md.
 
-Pure functions from rows (dicts with the columns of `browse.ROW_COLUMNS` plus `table`) to bytes.
+Pure functions from rows (dicts with the columns of `query/catalog.py:ROW_COLUMNS` plus `table`) to bytes.
 The same row always renders to the same bytes, so a file's size is known before it is read and its
 bytes can be re-rendered after they were dropped from a cache. results.json and context.xml are
 `recallfs.query.formats.render_json` and `render_context`, unchanged.
@@ -87,7 +87,7 @@ def memory_fields(row: Row) -> list[tuple[str, Any]]:
 
 
 def memory_body(row: Row) -> str:
-    text = row["content"].rstrip("\n")
+    text = str(row["content"]).rstrip("\n")
     if row["table"] == "turns":
         text = f"{row['speaker']}: {text}"
         if row.get("caption"):
@@ -220,9 +220,9 @@ def _top(counts: Mapping[str, int], n: int = 12) -> str:
     return shown + (f", and {len(items) - n} more" if len(items) > n else "") if items else "none"
 
 
-def render_index(s: IndexStatus) -> bytes:
+def _index_fields(s: IndexStatus) -> list[tuple[str, Any]]:
     degraded = not s.semantic_ready
-    fields: list[tuple[str, Any]] = [
+    return [
         ("workspace", s.workspace), ("agent", s.agent), ("store", s.store), ("generation", s.generation),
         ("facts", s.counts.get("facts", 0)), ("summaries", s.counts.get("summaries", 0)),
         ("turns", s.counts.get("turns", 0)), ("sessions", s.sessions), ("entities", len(s.entities)),
@@ -230,23 +230,23 @@ def render_index(s: IndexStatus) -> bytes:
         *([("health_problems", s.health_problems)] if s.health_problems else []), ("degraded", degraded),
         ("degraded_reason", s.degraded_reason if degraded else None), ("truncated", s.truncated),
     ]
-    m = s.mountpoint
-    if degraded:
-        sem = (f"**degraded: {s.degraded_reason}**. The semantic arm is not running, so recall is lexical only "
-               "(BM25 over words, plus substring for memories newer than the index). Phrase queries with "
-               "the words the memory would contain.")
-    else:
-        sem = "hybrid: the lexical (BM25) and semantic (embedding) arms both run and are fused."
-    if s.last_recall_degraded and not degraded:
+
+
+def _recall_state(s: IndexStatus) -> str:
+    if not s.semantic_ready:
+        return (f"**degraded: {s.degraded_reason}**. The semantic arm is not running, so recall is lexical only "
+                "(BM25 over words, plus substring for memories newer than the index). Phrase queries with "
+                "the words the memory would contain.")
+    sem = "hybrid: the lexical (BM25) and semantic (embedding) arms both run and are fused."
+    if s.last_recall_degraded:
         sem += f" The last recall here still ran degraded ({s.last_recall_degraded})."
-    truncated = (
-        "Cut at max_rows (each holds `_truncated.md`; names still open): " + ", ".join(s.truncated)
-        if s.truncated else "none"
-    )
-    n_facts, n_summaries, n_turns = (s.counts.get(t, 0) for t in ("facts", "summaries", "turns"))
+    return sem
+
+
+def _index_table(s: IndexStatus) -> str:
     session_files = "`summary.md`, `transcript.md` (one line per turn), `turns/<nnnn>-<speaker>.md`"
     rows = [
-        ("`facts/<slug>--<id>.md`", f"{n_facts} current facts, one file each (the newest version)"),
+        ("`facts/<slug>--<id>.md`", f"{s.counts.get('facts', 0)} current facts, one file each (the newest version)"),
         ("`facts/by-kind/<kind>/`", f"the same facts by kind: {_top(s.kinds)}"),
         ("`facts/by-tag/<tag>/`", f"the same facts by tag: {_top(s.tags)}"),
         ("`sessions/<session>/`", f"{s.sessions} sessions: {session_files}"),
@@ -255,7 +255,18 @@ def render_index(s: IndexStatus) -> bytes:
          f"every version of all {s.memories} memories ({s.versions} versions), superseded ones included"),
         ("`recall/<query>/`", "ranked answers to a question (below)"),
     ]
-    table = "\n".join(f"| {path} | {what} |" for path, what in rows)
+    return "\n".join(f"| {path} | {what} |" for path, what in rows)
+
+
+def render_index(s: IndexStatus) -> bytes:
+    m = s.mountpoint
+    sem = _recall_state(s)
+    truncated = (
+        "Cut at max_rows (each holds `_truncated.md`; names still open): " + ", ".join(s.truncated)
+        if s.truncated else "none"
+    )
+    n_facts, n_summaries, n_turns = (s.counts.get(t, 0) for t in ("facts", "summaries", "turns"))
+    table = _index_table(s)
     changed = f", last change {s.last_change.isoformat(timespec='seconds')}" if s.last_change else ""
     text = f"""# Memory of {s.workspace}, read as agent `{s.agent}`
 
@@ -304,4 +315,4 @@ pagination) and `context.xml` (a compact block to paste into a model's context).
 `recallfs ingest notes.jsonl --workspace {s.workspace}` works while this is mounted (the mount's daemon
 writes it); new memories show here and in recall within a second.
 """
-    return (front_matter(fields) + "\n" + text).encode()
+    return (front_matter(_index_fields(s)) + "\n" + text).encode()

@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 import pyfuse3
 import trio
 
+from recallfs.mount.boundary import ReadOnly, RefusesWrites, Stats, boundary
 from recallfs.mount.health import Verdict
-from recallfs.mount.operations import VIEW_BITS, MountOps, ReadOnly, Stats, boundary
+from recallfs.mount.operations import VIEW_BITS, MountOps
 
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
@@ -58,7 +59,7 @@ def parse_uid_map(items: Sequence[str]) -> dict[int, str]:
     return out
 
 
-class UidViews(pyfuse3.Operations):
+class UidViews(RefusesWrites, pyfuse3.Operations):
     supports_dot_lookup = False
     enable_writeback_cache = False
     enable_acl = False
@@ -173,59 +174,10 @@ class UidViews(pyfuse3.Operations):
             if view is not None:
                 await view.forget(items)
 
-    # -- writes: refused (EACCES first for a caller outside the map) -------------------------------
+    # -- writes: refused by RefusesWrites (mount/boundary.py), EACCES first for a caller outside the map --
     async def _refuse(self, ctx: Any) -> Any:
         self._caller(ctx)
         raise ReadOnly()
-
-    @boundary()
-    async def setattr(self, inode: int, attr: Any, fields: Any, fh: Any, ctx: Any = None) -> Any:
-        return await self._refuse(ctx)
-
-    @boundary()
-    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any = None) -> Any:
-        return await self._refuse(ctx)
-
-    @boundary()
-    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any = None) -> Any:
-        return await self._refuse(ctx)
-
-    @boundary()
-    async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
-        return await self._refuse(ctx)  # type: ignore[no-any-return]
-
-    @boundary()
-    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
-        return await self._refuse(ctx)  # type: ignore[no-any-return]
-
-    @boundary()
-    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any = None) -> Any:
-        return await self._refuse(ctx)
-
-    @boundary()
-    async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
-                     flags: int, ctx: Any = None) -> None:
-        return await self._refuse(ctx)  # type: ignore[no-any-return]
-
-    @boundary()
-    async def link(self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any = None) -> Any:
-        return await self._refuse(ctx)
-
-    @boundary()
-    async def write(self, fh: int, off: int, buf: bytes) -> int:
-        raise ReadOnly()
-
-    @boundary()
-    async def create(self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any = None) -> Any:
-        return await self._refuse(ctx)
-
-    @boundary()
-    async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any = None) -> None:
-        return await self._refuse(ctx)  # type: ignore[no-any-return]
-
-    @boundary()
-    async def removexattr(self, inode: int, name: bytes, ctx: Any = None) -> None:
-        return await self._refuse(ctx)  # type: ignore[no-any-return]
 
     # -- what the daemon and the control channel use -----------------------------------------------
     async def _sync(self, fn: Callable[..., T], *args: Any) -> T:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from recallfs.query.derived import LruCache
+from recallfs.query.caches import LruCache
 
 K1, B = 1.2, 0.75  # match_bm25's defaults
 
@@ -135,7 +135,7 @@ class PostingsCache:
     """Postings of recently used indexes, keyed on (store path, fts schema, build time)."""
 
     def __init__(self, size: int = 48) -> None:
-        self._cache = LruCache(size)
+        self._cache: LruCache[tuple[str, str, object], Postings] = LruCache(size)
         self._build_lock = threading.Lock()  # one load at a time: a burst of first queries loads once
 
     def get(self, cur: duckdb.DuckDBPyConnection, store_path: str, fts: str, built_at: object) -> Postings:

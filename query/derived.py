@@ -11,13 +11,14 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from recallfs.query.caches import LruCache
 from recallfs.query.store import Store
+
+__all__ = ["LruCache", "allowed_rids", "store_state"]  # LruCache: query/caches.py, kept importable here
 
 _STORE_TOKENS: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
 _NEXT_TOKEN = itertools.count(1)
@@ -35,42 +36,7 @@ def store_state(store: Store) -> tuple[int, int]:
     return token, store.generation
 
 
-class LruCache:
-    """A small thread-safe LRU map. Values are computed outside the lock (two threads may both compute a
-    missing entry; the results are equal, and the cost is bounded by one recomputation)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._items: OrderedDict[Any, Any] = OrderedDict()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def get_or_compute(self, key: Any, compute: Callable[[], Any]) -> Any:
-        hit = self.get(key)
-        if hit is None:
-            hit = compute()
-            self.put(key, hit)
-        return hit
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-_ALLOWED = LruCache(128)
+_ALLOWED: LruCache[tuple[Any, ...], np.ndarray] = LruCache(128)
 
 
 def allowed_rids(store: Store, schema: str, table: str, where: str, params: list[object]) -> np.ndarray:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
-from recallfs.query.derived import LruCache, store_state
+from recallfs.query.caches import LruCache
+from recallfs.query.derived import store_state
 from recallfs.query.lexical import build_fts, fts_schema
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.repairs import REPAIRS, Repair
@@ -120,7 +122,7 @@ def repair_fts(store: Store) -> list[StaleIndex]:
     return stale
 
 
-_BEHIND = LruCache(256)
+_BEHIND: LruCache[tuple[Any, ...], tuple[StaleIndex, ...]] = LruCache(256)
 
 
 def behind_note(store: Store, schema: str) -> str | None:

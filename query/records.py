@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-TABLES = ("facts", "summaries", "turns")
+from recallfs.query.ids import MEMORY_ID_RULE, is_memory_id
+
 TYPE_TO_TABLE = {"fact": "facts", "summary": "summaries", "turn": "turns"}
 STATUSES = ("active", "superseded", "deleted")
 VISIBILITIES = ("workspace", "private")
-_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 # The most text (UTF-8 bytes, all string fields together) one memory may hold. The full-text index is
 # rebuilt whole after each ingest, so every byte of a table is re-read by every later ingest into it: a
 # 10 MB record made each later one-line ingest take seconds (README "Ingest"). 256 KiB is about 64k
@@ -167,8 +166,8 @@ def _str_list(obj: dict[str, Any], key: str) -> list[str]:
 
 def _ident(obj: dict[str, Any], key: str) -> str | None:
     value = _str(obj, key)
-    if value is not None and not _ID.match(value):
-        raise RecordError(f"{key}: {value!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    if value is not None and not is_memory_id(value):
+        raise RecordError(f"{key}: {value!r} must be {MEMORY_ID_RULE}")
     return value
 
 

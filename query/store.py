@@ -97,9 +97,11 @@ def _file_backed(conn: duckdb.DuckDBPyConnection) -> bool:
 
 
 class Store:
-    def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True,
+                 memory_limit: str | None = None) -> None:
         self.path = Path(path).expanduser()
         self.read_only = read_only
+        self.memory_limit = memory_limit  # DuckDB's memory_limit ('512MB'); None: DuckDB's default
         if not self.path.exists():
             if not create or read_only:
                 raise StoreError(f"no store at {self.path}; create one with `recallfs init --store {self.path}`")
@@ -154,7 +156,9 @@ class Store:
                           "kept in memory); choose another store path")
 
     def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
-        """Database-wide settings applied at every (re)open; subclasses add theirs."""
+        """Database-wide settings, applied at every (re)open."""
+        if self.memory_limit is not None:
+            conn.execute(f"SET memory_limit = '{self.memory_limit}'")
 
     # -- connections -----------------------------------------------------------------------------
     def cursor(self) -> Cursor:

@@ -26,6 +26,7 @@ import duckdb
 import numpy as np
 
 from recallfs.query import faiss_files
+from recallfs.query.caches import LruCache
 from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.embedder import Embedder, Progress
 from recallfs.query.migrations import MEMORY_TABLES
@@ -455,8 +456,8 @@ class VectorIndexes:
         self.persist = persist
         self._lock = threading.Lock()
         self._indexes: dict[tuple[str, str, str], _TableIndex] = {}
-        self._allowed_max = allowed_cache
-        self._background: dict[tuple[Any, ...], tuple[np.ndarray | None]] = {}
+        # (sample,): a sample may be None (too few rows), which the cache cannot hold on its own
+        self._background: LruCache[tuple[Any, ...], tuple[np.ndarray | None]] = LruCache(allowed_cache)
         self._stored: dict[tuple[Any, ...], StoredModel | None] = {}
         self.rebuilds = 0  # full builds from DuckDB (tests read this)
         self.repairs: list[Repair] = []  # damaged index files this object found and rebuilt (the latest)
@@ -601,8 +602,7 @@ class VectorIndexes:
         entries = [self.index_for(store, schema, table, stored) for table in MEMORY_TABLES]
         key = (str(store.path), *store_state(store), schema, where, repr(params),
                tuple(e.stamp for e in entries))
-        with self._lock:
-            cached = self._background.get(key)
+        cached = self._background.get(key)
         if cached is not None:
             return cached[0]
         readable = []
@@ -619,10 +619,7 @@ class VectorIndexes:
                     parts.append(entry.vectors_at(positions[mine]))
                 start += len(positions)
             sample = np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
-        with self._lock:
-            self._background[key] = (sample,)
-            while len(self._background) > self._allowed_max:
-                self._background.pop(next(iter(self._background)))
+        self._background.put(key, (sample,))
         return sample
 
     # -- search ------------------------------------------------------------------------------------

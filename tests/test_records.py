@@ -63,3 +63,13 @@ def test_content_hash_changes_with_content_only():
     b = parse_record(base, org="o", workspace="w", agent="x")
     c = parse_record({**base, "content": "b"}, org="o", workspace="w", agent="x")
     assert a.content_hash == b.content_hash != c.content_hash
+
+
+@pytest.mark.parametrize("key", ["id", "supersedes", "superseded_by"])
+def test_an_id_with_a_trailing_newline_is_refused(key):
+    # The old rule was `^...$` with re.match, and `$` also matches before a final newline: "f-1\n" was
+    # stored, and its file in facts/ could not be opened (the mount's grammar holds the whole name to
+    # the rule).
+    record = {"type": "fact", "source_id": "f", "content": "a", "created_at": "2026-01-01", key: "f-1\n"}
+    with pytest.raises(RecordError, match=f"{key}: 'f-1\\\\n' must be 1-64 letters"):
+        parse_record(record, org="o", workspace="w", agent="a")

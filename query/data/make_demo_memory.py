@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from recallfs.query.ids import is_memory_id
+
 WORKSPACE = "demo/tern"
 HERE = Path(__file__).resolve().parent
 MEMORY_PATH = HERE / "demo_memory.jsonl"
@@ -803,7 +805,6 @@ _REQUIRED = {
     "summary": ("type", "source_id", "created_at", "content", "session"),
     "turn": ("type", "source_id", "created_at", "content", "session", "seq", "speaker"),
 }
-_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _STOP = frozenset(
     """a an the and or but nor if then else so than that this these those there here i me my mine myself we us our
     ours ourselves you your yours yourself yourselves he him his himself she her hers herself it its itself they them
@@ -853,7 +854,7 @@ def validate(path: Path, queries_path: Path) -> dict[str, int]:
         if t == "fact":
             assert re.fullmatch(r"fact-\d{3}", r["source_id"])
             if "id" in r:
-                assert _ID.match(r["id"])
+                assert is_memory_id(r["id"])
                 fact_ids.add(r["id"])
             assert r.get("status", "active") in ("active", "superseded", "deleted")
     # turns: contiguous seqs, alternating speakers, increasing time

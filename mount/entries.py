@@ -1,0 +1,96 @@
+"""What the browser hands to the trio thread: entries, listings, recall snapshots, and the lookup outcomes.
+
+Plain data, no store access (and no DuckDB import): the worker threads build these, the trio thread
+turns them into inodes (mount/inodes.py) and caches (mount/operations.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from recallfs.mount.paths import Kind
+
+Dep = tuple[str, str]  # an invalidation tag: ("id", id), ("session", s), ("entity", e), ("kind", k), ...
+ContentKey = tuple[Any, ...]
+INDEX_DEP: Dep = ("index", "")
+RECALL_DEP: Dep = ("recall", "")
+
+
+class NotFound(LookupError):
+    """No such name here (or the principal may not see it): ENOENT."""
+
+
+class NotADirectory(LookupError):
+    """A lookup or listing below a file: ENOTDIR."""
+
+
+class NeedsListing(Exception):
+    """This name cannot be resolved on its own: build the directory's listing and look there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """A file's bytes are identified by `key`: ('row', table, rid) can be re-rendered from the store;
+    ('blob', sha1) cannot, so the node that holds it keeps the bytes."""
+
+    key: ContentKey
+    size: int
+    data: bytes | None = None
+
+
+_NO_PARAMS: dict[str, Any] = {}  # shared by every file entry (hundreds of thousands): never written
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Entry:
+    name: str
+    kind: Kind
+    params: dict[str, Any] = field(default_factory=lambda: _NO_PARAMS)  # what a directory lists by
+    content: Content | None = None  # files
+    target: str | None = None  # symlinks
+    mtime: datetime | None = None
+    deps: frozenset[Dep] = frozenset()
+
+    @property
+    def is_dir(self) -> bool:
+        return self.content is None and self.target is None
+
+
+@dataclass(slots=True)
+class Listing:
+    entries: list[Entry]
+    rows: dict[ContentKey, bytes] = field(default_factory=dict)  # re-renderable bytes for the content cache
+    truncated: tuple[int, int] | None = None  # (shown, total)
+    _positions: dict[str, int] | None = None
+
+    def position(self, name: str) -> int | None:
+        if self._positions is None:  # built once; listings are never changed after they are made
+            self._positions = {e.name: i for i, e in enumerate(self.entries)}
+        return self._positions.get(name)
+
+    def find(self, name: str) -> Entry | None:
+        i = self.position(name)
+        return None if i is None else self.entries[i]
+
+
+@dataclass(slots=True)
+class RecallSnapshot:
+    """One run of recall for one directory name: the files it shows, fixed for its inode's life."""
+
+    query: str
+    entries: list[Entry]
+    degraded: bool
+    degraded_reason: str | None
+    hits: int
+
+
+def blob(data: bytes) -> Content:
+    return Content(("blob", hashlib.sha1(data).hexdigest()), len(data), data)
+
+
+def directory(name: str, kind: Kind, deps: Iterable[Dep] = (), params: dict[str, Any] | None = None) -> Entry:
+    return Entry(name=name, kind=kind, params=params or {}, deps=frozenset(deps))

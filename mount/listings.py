@@ -1,0 +1,227 @@
+"""What each directory of the mount lists, built from the catalog (query/catalog.py).
+
+Runs in worker threads (every listing may load content). A listing of a directory that holds memories
+renders each of them, so a file's size is known before it is read; the rendered bytes go with the
+listing (`Listing.rows`) for the trio thread's content cache. Listings of more than `max_rows` entries
+are cut, and say so in `_truncated.md`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from recallfs.mount import render
+from recallfs.mount.entries import INDEX_DEP, Content, ContentKey, Entry, Listing, blob, directory
+from recallfs.mount.names import disambiguate, encode_value, fact_name, turn_name, version_name
+from recallfs.mount.paths import KINDS, TRUNCATED_NAME, Kind
+from recallfs.query.catalog import Catalog
+from recallfs.query.readable import Meta, Readable, Row
+
+T = TypeVar("T")
+Batch = list[tuple[Kind, dict[str, Any], Listing]]
+
+
+# -- entries from rows (pure) --------------------------------------------------------------------------
+def row_content(row: Row) -> tuple[Content, bytes]:
+    data = render.render_memory(row)
+    return Content(("row", row["table"], int(row["rid"])), len(data)), data
+
+
+def finish(entries: list[Entry], rows: dict[ContentKey, bytes], truncated: tuple[int, int] | None,
+           where: str) -> Listing:
+    entries.sort(key=lambda e: e.name)
+    if truncated is not None:
+        entries.append(Entry(TRUNCATED_NAME, Kind.TRUNCATED,
+                             content=blob(render.render_truncated(truncated[0], truncated[1], where)),
+                             deps=frozenset({INDEX_DEP})))
+    return Listing(entries, rows, truncated)
+
+
+def fact_entries(rows: Sequence[Row], out: dict[ContentKey, bytes]) -> list[Entry]:
+    entries = []
+    for row in rows:
+        content, data = row_content(row)
+        out[content.key] = data
+        entries.append(Entry(fact_name(row["content"], row["id"]), Kind.FACT,
+                             content=content, mtime=row["created_at"], deps=frozenset({("id", row["id"])})))
+    return entries
+
+
+def entity_entry(entity: str, rows: Sequence[Row]) -> Entry:
+    rows = sorted(rows, key=lambda r: (r["created_at"], r["rid"]))
+    paths = [f"../facts/{fact_name(r['content'], r['id'])}" for r in rows]
+    data = render.render_entity(entity, rows, paths)
+    return Entry(encode_value(entity, ".md"), Kind.ENTITY, {"entity": entity}, content=blob(data),
+                 mtime=rows[-1]["created_at"] if rows else None, deps=frozenset({("entity", entity)}))
+
+
+def session_listing(session: str, summaries: list[Row], turns: list[Row]) -> Listing:
+    dep = frozenset({("session", session)})
+    entries: list[Entry] = []
+    if summaries:
+        data = render.render_summary(session, summaries)
+        entries.append(Entry("summary.md", Kind.SUMMARY, {"session": session}, content=blob(data),
+                             mtime=max(r["created_at"] for r in summaries), deps=dep))
+    if turns:
+        data = render.render_transcript(session, turns)
+        entries.append(Entry("transcript.md", Kind.TRANSCRIPT, {"session": session}, content=blob(data),
+                             mtime=max(r["created_at"] for r in turns), deps=dep))
+        entries.append(directory("turns", Kind.TURNS, dep, {"session": session}))
+    return Listing(entries)
+
+
+def turn_names(rows: Sequence[Row]) -> list[str]:
+    names: list[str] = []
+    taken: set[str] = set()
+    for row in rows:
+        name = turn_name(row["seq"], row["speaker"])
+        if name in taken:
+            name = disambiguate(name, row["id"])
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def turns_listing(session: str, rows: list[Row], max_rows: int) -> Listing:
+    truncated = (max_rows, len(rows)) if len(rows) > max_rows else None
+    out: dict[ContentKey, bytes] = {}
+    entries = []
+    deps = frozenset({("session", session)})
+    names = turn_names(rows)  # names first, so a cut listing keeps the names of the full one
+    for row, name in list(zip(rows, names, strict=True))[-max_rows:]:
+        content, data = row_content(row)
+        out[content.key] = data
+        entries.append(Entry(name, Kind.TURN, content=content, mtime=row["created_at"], deps=deps))
+    return finish(entries, out, truncated, f"sessions/{session}/turns/")
+
+
+def versions_listing(mem_id: str, found: list[Row]) -> Listing:
+    tables = {r["table"] for r in found}
+    out: dict[ContentKey, bytes] = {}
+    entries = []
+    taken: set[str] = set()
+    for row in sorted(found, key=lambda r: (r["version"], r["rid"])):
+        name = version_name(row["version"], row["table"] if len(tables) > 1 else None)
+        if name in taken:  # two rows with one (id, version): keep both visible
+            name = disambiguate(name, str(row["rid"]))
+        taken.add(name)
+        content, data = row_content(row)
+        out[content.key] = data
+        entries.append(Entry(name, Kind.VERSION, content=content, mtime=row["created_at"]))
+    return finish(entries, out, None, f"history/{mem_id}/")
+
+
+# -- listings from the catalog ---------------------------------------------------------------------------
+class Listings:
+    """The listing of each directory kind below the root, for one principal's catalog."""
+
+    def __init__(self, catalog: Catalog, max_rows: int) -> None:
+        self.catalog = catalog
+        self.max_rows = max_rows
+
+    def listing(self, cat: Readable, kind: Kind, params: dict[str, Any]) -> Listing:
+        return self._BY_KIND[kind](self, cat, params)
+
+    def _cap(self, items: list[T]) -> tuple[list[T], tuple[int, int] | None]:
+        if len(items) <= self.max_rows:
+            return items, None
+        return items[: self.max_rows], (self.max_rows, len(items))
+
+    def _facts_of(self, cat: Readable, metas: list[Meta], where: str, extra: Iterable[Entry] = ()) -> Listing:
+        shown, truncated = self._cap(metas)
+        out: dict[ContentKey, bytes] = {}
+        entries = fact_entries(self.catalog.load_metas(cat, shown), out) + list(extra)
+        return finish(entries, out, truncated, where)
+
+    def _value_dirs(self, values: Iterable[str], kind: Kind, key: str, where: str) -> Listing:
+        shown, truncated = self._cap(sorted(values))
+        entries = [directory(encode_value(v), kind, [(key, v)], {key: v}) for v in shown]
+        return finish(entries, {}, truncated, where)
+
+    def _facts(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self._facts_of(cat, cat.current_rows("facts"), "facts/",
+                              [directory("by-kind", Kind.KINDS), directory("by-tag", Kind.TAGS)])
+
+    def _kinds(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self._value_dirs(cat.kinds(), Kind.KIND, "kind", "facts/by-kind/")
+
+    def _kind(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self._facts_of(cat, cat.kinds().get(params["kind"], []), f"facts/by-kind/{params['kind']}/")
+
+    def _tags(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self._value_dirs(cat.tags(), Kind.TAG, "tag", "facts/by-tag/")
+
+    def _tag(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self._facts_of(cat, cat.tags().get(params["tag"], []), f"facts/by-tag/{params['tag']}/")
+
+    def _sessions(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self._value_dirs(cat.sessions(), Kind.SESSION, "session", "sessions/")
+
+    def _session(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self.session_listings(cat, [params["session"]])[params["session"]][0]
+
+    def _turns(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self.session_listings(cat, [params["session"]])[params["session"]][1]
+
+    def _entities(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        groups = cat.entities()
+        names, truncated = self._cap(sorted(groups))
+        by_entity: dict[str, list[Row]] = {}
+        for row in self.catalog.load_metas(cat, [m for e in names for m in groups[e]]):
+            by_entity.setdefault(row["entity"], []).append(row)
+        entries = [entity_entry(e, rows) for e, rows in by_entity.items()]
+        return finish(entries, {}, truncated, "entities/")
+
+    def _history(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        ids, truncated = self._cap([i for i in cat.history_ids() if i not in (".", "..")])
+        entries = [directory(i, Kind.VERSIONS, params={"id": i}) for i in ids]
+        return finish(entries, {}, truncated, "history/")
+
+    def _versions(self, cat: Readable, params: dict[str, Any]) -> Listing:
+        return self.version_listings(cat, [params["id"]])[params["id"]]
+
+    _BY_KIND: ClassVar[dict[Kind, Callable[[Listings, Readable, dict[str, Any]], Listing]]] = {
+        Kind.FACTS: _facts, Kind.KINDS: _kinds, Kind.KIND: _kind, Kind.TAGS: _tags, Kind.TAG: _tag,
+        Kind.SESSIONS: _sessions, Kind.SESSION: _session, Kind.TURNS: _turns, Kind.ENTITIES: _entities,
+        Kind.HISTORY: _history, Kind.VERSIONS: _versions,
+    }
+    KINDS_LISTED: ClassVar[frozenset[Kind]] = frozenset(_BY_KIND)
+
+    # -- sibling batches ------------------------------------------------------------------------------
+    def session_listings(self, cat: Readable, sessions: Sequence[str]) -> dict[str, tuple[Listing, Listing]]:
+        """sessions/<s>/ and sessions/<s>/turns/ for many sessions, with one content load."""
+        groups = cat.sessions()
+        wanted = [m for s in sessions for table in ("summaries", "turns") for m in groups.get(s, {}).get(table, [])]
+        rows: dict[str, dict[str, list[Row]]] = {s: {"summaries": [], "turns": []} for s in sessions}
+        for row in self.catalog.load_metas(cat, wanted):
+            rows[row["session"]][row["table"]].append(row)
+        out = {}
+        for session, by_table in rows.items():
+            for group in by_table.values():
+                group.sort(key=lambda r: (r["seq"] if r["seq"] is not None else -1, r["created_at"], r["rid"]))
+            out[session] = (session_listing(session, by_table["summaries"], by_table["turns"]),
+                            turns_listing(session, by_table["turns"], self.max_rows))
+        return out
+
+    def version_listings(self, cat: Readable, ids: Sequence[str]) -> dict[str, Listing]:
+        """history/<id>/ for many ids, with one content load."""
+        groups = cat.history_ids()
+        found: dict[str, list[Row]] = {i: [] for i in ids}
+        for row in self.catalog.load_metas(cat, [m for i in ids for m in groups.get(i, [])], current_only=False):
+            found[row["id"]].append(row)
+        return {mem_id: versions_listing(mem_id, rows) for mem_id, rows in found.items()}
+
+    def batch(self, cat: Readable | None, kind: Kind, values: Sequence[str]) -> Batch:
+        """The listings of many sibling directories (history/<id>/, sessions/<s>/ and their turns/) with
+        one content load: `find` and `grep -r` open them one after another."""
+        key = KINDS[kind].batch_key
+        assert key is not None, kind
+        if cat is None:
+            return [(kind, {key: v}, Listing([])) for v in values]
+        if kind is Kind.VERSIONS:
+            return [(kind, {key: v}, listing) for v, listing in self.version_listings(cat, values).items()]
+        out: Batch = []
+        for session, (listing, turns) in self.session_listings(cat, values).items():
+            out += [(Kind.SESSION, {key: session}, listing), (Kind.TURNS, {key: session}, turns)]
+        return out

@@ -1,0 +1,63 @@
+"""Recall directories of one view: one recall run per name, shared while fresh, and the recent queries
+that recall/ lists. Trio thread only; recall itself runs in a worker thread (`run`)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from recallfs.mount.browse import Browser
+from recallfs.mount.concurrency import Blocking, SingleFlight
+from recallfs.mount.entries import RECALL_DEP, Entry, RecallSnapshot
+from recallfs.mount.paths import Kind
+from recallfs.query.caches import LruCache
+
+RECENT_QUERIES = 50  # how many recent queries recall/ lists
+RECALL_RUNS = 256  # recall runs kept (by directory name)
+
+
+@dataclass(slots=True)
+class _Run:
+    sid: int
+    snapshot: RecallSnapshot
+    token: tuple[Any, ...]
+    born: float
+
+
+class RecallDirs:
+    def __init__(self, browser: Browser, *, run: Blocking, recall_ttl: float) -> None:
+        self.browser = browser
+        self.run = run
+        self.recall_ttl = recall_ttl
+        self.runs: LruCache[str, _Run] = LruCache(RECALL_RUNS)
+        self.recent: OrderedDict[str, None] = OrderedDict()
+        self.flights = SingleFlight()
+        self._sid = 0
+
+    def queries(self) -> list[str]:
+        """The recent directory names, newest first."""
+        return list(reversed(self.recent))
+
+    async def entry(self, name: str, query: str, token: tuple[Any, ...]) -> Entry:
+        """recall/.results/<name>/: the run for `token` that is younger than recall_ttl, or a new one."""
+        now = trio.current_time()
+        cached = self.runs.get(name)
+        if cached is None or cached.token != token or now - cached.born >= self.recall_ttl:
+
+            async def compute() -> _Run:
+                snapshot = await self.run(self.browser.recall, query)
+                self._sid += 1
+                run = _Run(self._sid, snapshot, token, trio.current_time())
+                self.runs.put(name, run)
+                return run
+
+            cached = await self.flights.run(("recall", name, token), compute)
+        self.recent.pop(name, None)
+        self.recent[name] = None
+        while len(self.recent) > RECENT_QUERIES:
+            self.recent.popitem(last=False)
+        return Entry(name, Kind.QUERY, {"snapshot": cached.sid, "query": query, "result": cached.snapshot},
+                     deps=frozenset({RECALL_DEP}))

@@ -1,0 +1,157 @@
+"""What changes outside the request path, and what cached answers depend on.
+
+Store writes (ingest from the control socket) and the kernel invalidation after them, the semantic
+arm's state, and the health verdict. `token()` is what every cached listing and recall result is valid
+for besides its own key; `status()` is the daemon state index.md shows.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import pyfuse3
+import trio
+
+from recallfs.mount.boundary import Stats
+from recallfs.mount.browse import Browser
+from recallfs.mount.concurrency import Blocking, GuardedStore
+from recallfs.mount.entries import INDEX_DEP, RECALL_DEP, Dep
+from recallfs.mount.health import Verdict, verdict
+from recallfs.mount.inodes import InodeTable
+from recallfs.query.repairs import index_health
+
+log = logging.getLogger("recallfs.mount")
+T = TypeVar("T")
+
+
+def _invalidate_entries(stale: Iterable[tuple[int, str]]) -> None:
+    for parent, name in stale:
+        try:
+            pyfuse3.invalidate_entry(parent, os.fsencode(name))
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # ENOENT: the kernel had already dropped it
+                log.warning("could not invalidate %s in inode %d: %s", name, parent, exc)
+
+
+class Upkeep:
+    def __init__(self, store: GuardedStore, browser: Browser, inodes: InodeTable, stats: Stats, *, run: Blocking,
+                 semantic: Any, kernel: bool, recall_ttl: float) -> None:
+        self.store = store
+        self.browser = browser
+        self.inodes = inodes
+        self.stats = stats
+        self.run = run
+        self.semantic = semantic
+        self.kernel = kernel  # False when driven directly (tests): no kernel to notify
+        self.recall_ttl = recall_ttl
+        self.write_limiter = trio.CapacityLimiter(1)
+        self.notify_limiter = trio.CapacityLimiter(1)
+        self.write_lock = trio.Lock()
+        self.semantic_ready = False
+        self.degraded_reason: str | None = "off"
+        self.last_change: datetime | None = None
+        self.invalidations = 0
+        self.semantic_stuck_s = 0.0  # how long the model has been loading past its load timeout
+        self.health_digest: tuple[str, ...] = ("ok",)  # the verdict index.md was last rendered with
+
+    def token(self) -> tuple[Any, ...]:
+        """What cached listings and recall results depend on, besides their own key."""
+        return (self.store.generation, self.semantic_ready, self.degraded_reason, self.health_digest)
+
+    def status(self) -> dict[str, Any]:
+        return {"generation": self.store.generation, "semantic_ready": self.semantic_ready,
+                "degraded_reason": self.degraded_reason, "recall_ttl_s": self.recall_ttl,
+                "last_change": self.last_change, "health": self.verdict()}
+
+    # -- store writes --------------------------------------------------------------------------------
+    async def write_store(self, fn: Callable[[], T], *, also: Sequence[Upkeep] = ()) -> T:
+        """Run a store write in the writer thread, then invalidate what it changed (here and in the
+        other views of the same mount, `also`).
+
+        Called from the control channel, never from a request handler, so kernel invalidation here
+        cannot deadlock against the request that would have to finish first."""
+        async with self.write_lock:
+            before = await self.run(self.browser.heads)
+            generation = self.store.generation
+            result: Any = None
+            try:
+                # An ingest is idempotent, so one that an invalidated database cut short is run again.
+                result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
+                return result  # type: ignore[no-any-return]
+            finally:
+                # Also after a failure that came after the commit (a full disk at the index rebuild):
+                # the rows are in, and the kernel must not keep serving the old names.
+                if self.store.generation != generation:
+                    await self._invalidate_changes(before, getattr(result, "written_rids", {}), also)
+
+    async def _invalidate_changes(self, before: set[int], written: dict[str, Any], also: Sequence[Upkeep]) -> None:
+        after = await self.run(self.browser.heads)
+        changed: set[int] = before ^ after
+        for rids in written.values():
+            changed.update(rids)
+        deps = await self.run(self.browser.deps_of, changed)
+        for view in (self, *also):
+            view.last_change = datetime.now()
+            await view.invalidate(deps)
+
+    async def invalidate(self, deps: Iterable[Dep]) -> int:
+        """Make the kernel drop the cached names that depend on `deps`, and return once it has.
+
+        Never called from a request handler. The blocking `invalidate_entry` runs in its own thread
+        while the trio loop goes on serving, so a request the kernel waits for can still finish; when
+        this returns (and the ingest is answered) no stale name is left in the kernel's cache."""
+        stale = self.inodes.take_stale(deps)
+        if self.kernel and stale:
+            await trio.to_thread.run_sync(_invalidate_entries, stale, limiter=self.notify_limiter)
+        self.invalidations += len(stale)
+        return len(stale)
+
+    # -- the semantic arm and health -----------------------------------------------------------------
+    async def refresh_semantic(self) -> None:
+        """Poll the semantic arm's state (in a thread: it may take the model's lock); on a change, the
+        index and every recall directory are stale."""
+        if self.semantic is None:
+            ready, reason = False, "off"
+        else:
+            ready, reason = await self.run(self.semantic.availability)
+            self.semantic_stuck_s = self.semantic.stuck_for_s()
+        if (ready, reason) != (self.semantic_ready, self.degraded_reason):
+            self.semantic_ready, self.degraded_reason = ready, reason
+            await self.invalidate({INDEX_DEP, RECALL_DEP})
+
+    def store_state(self) -> dict[str, Any]:
+        return {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only}
+
+    def verdict(self) -> Verdict:
+        """Whether this daemon can serve (mount/health.py)."""
+        return verdict(store=self.store_state(), recent_errors=self.stats.recent.count(),
+                       last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
+                       semantic_stuck_s=self.semantic_stuck_s, repairs=index_health()["recent_index_repairs"])
+
+    async def refresh_health(self) -> None:
+        """On a change of the verdict, index.md (which shows it) is stale."""
+        digest = self.verdict().digest()
+        if digest != self.health_digest:
+            self.health_digest = digest
+            await self.invalidate({INDEX_DEP})
+
+    def health(self, caches: dict[str, int], handles: dict[str, int]) -> dict[str, Any]:
+        """The health report of one view, with its own counts: inodes and caches, open handles."""
+        return {
+            "health": self.verdict().as_dict(),
+            "store": self.store_state(),
+            **self.stats.as_dict(),
+            "loop_thread_violations": self.store.violations,
+            **caches,
+            "invalidations": self.invalidations,
+            "generation": self.store.generation,
+            "degraded": not self.semantic_ready,
+            "degraded_reason": None if self.semantic_ready else self.degraded_reason,
+            **handles,
+            **index_health(),  # derived indexes this process found behind or damaged, and rebuilt
+        }

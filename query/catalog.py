@@ -1,0 +1,153 @@
+"""The catalog: what the mount lists and reads, as one principal may see it.
+
+Every SQL statement the mount needs is here; `mount/` holds none. Authorization is the gate's
+`scope_clause` for the principal, evaluated once per table and store generation (`Readable`); content
+is loaded only for rids in that answer, so a row the principal may not read is absent from listings
+and lookups alike.
+
+Every method reads DuckDB: callers in the daemon run them in a worker thread (its store refuses a
+cursor on the trio thread). Thread-safe: each thread uses its own cursor.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+from recallfs.query.gate import scope_clause
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.readable import Changed, Meta, Readable, Row
+from recallfs.query.store import Store
+from recallfs.scope.principal import Principal
+
+ROW_COLUMNS = (
+    "rid", "id", "version", "kind", "content", "session", "source_id", "source", "created_at", "ingested_at",
+    "tags", "refs", "agent", "visibility", "speaker", "seq", "entity", "slot", "title", "caption", "status",
+    "superseded_by", "supersedes",
+)
+META_COLUMNS = ("rid", "id", "session", "kind", "tags", "entity", "created_at", "seq", "speaker")
+RID_CHUNK = 4000  # rids per statement; keeps the SQL text bounded
+
+
+def _rid_lists(rids: Sequence[int]) -> Iterable[str]:
+    """Integer literals in chunks: DuckDB binds a list parameter at ~10k items/s, far slower than the query,
+    and int() makes sure nothing but integers reaches the SQL text."""
+    for start in range(0, len(rids), RID_CHUNK):
+        yield ",".join(str(int(r)) for r in rids[start:start + RID_CHUNK])
+
+
+class Catalog:
+    """The store as `principal` may read it: one `Readable` per store generation, and rows by rid."""
+
+    def __init__(self, store: Store, principal: Principal) -> None:
+        self.store = store
+        self.principal = principal
+        self._readable: Readable | None = None
+        self._lock = threading.Lock()
+
+    def schema(self) -> str | None:
+        return self.store.schema_for(self.principal)
+
+    def readable(self) -> Readable | None:
+        """The current generation's readable rows (None: the workspace holds nothing yet)."""
+        generation = self.store.generation  # read before the queries: a commit during them makes it stale
+        cat = self._readable
+        if cat is not None and cat.generation == generation:
+            return cat
+        with self._lock:
+            cat = self._readable
+            if cat is not None and cat.generation == generation:
+                return cat
+            schema = self.schema()
+            if schema is None:
+                return None
+            cat = self._build(generation, schema)
+            self._readable = cat
+            return cat
+
+    def _build(self, generation: int, schema: str) -> Readable:
+        """Two queries per table carrying the gate's `scope_clause` (current rows, and every version), plus
+        one plain query for the metadata. Small queries with list parameters or the policy predicate cost
+        tens of milliseconds each in DuckDB, and a walk of the tree would issue thousands of them."""
+        cur = self.store.cursor()
+        current: dict[str, frozenset[int]] = {}
+        readable: dict[str, frozenset[int]] = {}
+        rows: dict[str, list[Meta]] = {}
+        for table in MEMORY_TABLES:
+            for only, out in ((True, current), (False, readable)):
+                where, params = scope_clause(self.principal, schema, None, current_only=only)
+                out[table] = frozenset(int(r[0]) for r in cur.execute(
+                    f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchall())
+            metas = []
+            for rid, mem_id, session, kind, tags, entity, created, seq, speaker in cur.execute(
+                f"SELECT {', '.join(META_COLUMNS)} FROM {schema}.{table} ORDER BY created_at DESC, rid DESC"
+            ).fetchall():
+                if int(rid) in readable[table]:
+                    metas.append(Meta(int(rid), table, str(mem_id), session, str(kind), tuple(tags or ()),
+                                      entity, created, seq, speaker))
+            rows[table] = metas
+        return Readable(generation, schema, current, readable, rows)
+
+    def load(self, cat: Readable, table: str, rids: Sequence[int], *, current_only: bool = True) -> list[Row]:
+        """Content for the rids `cat` (the gate's answer) allows, in the order of `rids`."""
+        allowed = cat.current[table] if current_only else cat.readable[table]
+        wanted = [rid for rid in rids if rid in allowed]
+        by_rid: dict[int, Row] = {}
+        cur = self.store.cursor()
+        for rid_list in _rid_lists(wanted):
+            for r in cur.execute(
+                f"SELECT {', '.join(ROW_COLUMNS)} FROM {cat.schema}.{table} WHERE rid IN ({rid_list})"
+            ).fetchall():
+                by_rid[int(r[0])] = {**dict(zip(ROW_COLUMNS, r, strict=True)), "table": table}
+        return [by_rid[rid] for rid in wanted if rid in by_rid]
+
+    def load_metas(self, cat: Readable, metas: Sequence[Meta], *, current_only: bool = True) -> list[Row]:
+        """Content for these rows (of any tables), in their order."""
+        out: list[Row] = []
+        for table in MEMORY_TABLES:
+            rids = [m.rid for m in metas if m.table == table]
+            if rids:
+                out += self.load(cat, table, rids, current_only=current_only)
+        order = {(m.table, m.rid): i for i, m in enumerate(metas)}
+        out.sort(key=lambda r: order[(r["table"], int(r["rid"]))])
+        return out
+
+    def row(self, table: str, rid: int) -> Row | None:
+        """One memory version, any version, authorized again (None: gone, or not readable)."""
+        cat = self.readable()
+        rows = self.load(cat, table, [rid], current_only=False) if cat is not None else []
+        return rows[0] if rows else None
+
+    # -- change sets (what a write touched) ------------------------------------------------------
+    def heads(self) -> set[int]:
+        """The rids of every current version (all principals: a change set is diffed, not shown)."""
+        schema = self.schema()
+        if schema is None:
+            return set()
+        return {int(r[0]) for r in self.store.cursor().execute(f"SELECT rid FROM {schema}.heads").fetchall()}
+
+    def changed(self, rids: Iterable[int]) -> Changed:
+        """The ids, sessions, entities, kinds and tags of these rows."""
+        schema = self.schema()
+        wanted = sorted({int(r) for r in rids})
+        if schema is None or not wanted:
+            return Changed()
+        ids: set[str] = set()
+        sessions: set[str] = set()
+        entities: set[str] = set()
+        kinds: set[str] = set()
+        tags: set[str] = set()
+        for table in MEMORY_TABLES:
+            for rid_list in _rid_lists(wanted):
+                for mem_id, session, entity, kind, row_tags in self.store.cursor().execute(
+                    f"SELECT id, session, entity, kind, tags FROM {schema}.{table} WHERE rid IN ({rid_list})"
+                ).fetchall():
+                    ids.add(str(mem_id))
+                    if session is not None:
+                        sessions.add(str(session))
+                    if entity is not None:
+                        entities.add(str(entity))
+                    if table == "facts":
+                        kinds.add(str(kind))
+                        tags.update(str(t) for t in row_tags or [])
+        return Changed(frozenset(ids), frozenset(sessions), frozenset(entities), frozenset(kinds), frozenset(tags))

@@ -1,0 +1,17 @@
+"""The memory-id rule: what a memory's `id` (and `supersedes`, `superseded_by`) may be.
+
+One rule for every place that checks an id: ingest validation (query/records.py), the mount's path
+grammar and file names (mount/paths.py, mount/names.py), and the demo generator. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+MEMORY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+MEMORY_ID_RULE = "1-64 letters, digits, '.', '_' or '-'"  # the rule in words, for error messages
+
+
+def is_memory_id(text: str) -> bool:
+    """The whole of `text` is an id (fullmatch: a trailing newline is not allowed, as `$` would)."""
+    return MEMORY_ID.fullmatch(text) is not None

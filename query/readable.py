@@ -1,0 +1,136 @@
+"""What one principal may read in one store generation, as plain data (no DuckDB here).
+
+`query/catalog.py` builds a `Readable` with the gate's answer per table; after that, what a listing or a
+lookup needs is a Python filter over it: the rows by kind, tag, entity, session and id, and the counts
+index.md shows. Content is loaded (by the catalog) only for rids in these sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+Row = dict[str, Any]  # one memory version: the catalog's ROW_COLUMNS plus "table"
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """What listings need to know about one row, without its content."""
+
+    rid: int
+    table: str
+    id: str
+    session: str | None
+    kind: str
+    tags: tuple[str, ...]
+    entity: str | None
+    created_at: datetime
+    seq: int | None
+    speaker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """The numbers index.md shows (current rows unless said otherwise)."""
+
+    rows: dict[str, int]  # table -> current rows
+    versions: int  # readable rows of every table, every version
+    memories: int  # distinct ids among them
+    kinds: dict[str, int]  # facts per kind
+    tags: dict[str, int]  # facts per tag
+    entities: dict[str, int]  # facts per entity
+    sessions: int
+    sessions_with_summary: int
+    sessions_with_turns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """The values a write touched, by what listings group rows by: ids, sessions and entities of every
+    table, kinds and tags of facts."""
+
+    ids: frozenset[str] = frozenset()
+    sessions: frozenset[str] = frozenset()
+    entities: frozenset[str] = frozenset()
+    kinds: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+
+
+def group(metas: Iterable[Meta], key: Callable[[Meta], Iterable[str]]) -> dict[str, list[Meta]]:
+    groups: dict[str, list[Meta]] = {}
+    for m in metas:
+        for value in key(m):
+            groups.setdefault(value, []).append(m)
+    return groups
+
+
+@dataclass(slots=True)
+class Readable:
+    """The rows the principal may read, as metadata, for one store generation."""
+
+    generation: int
+    schema: str
+    current: dict[str, frozenset[int]]  # table -> rids readable and current
+    readable: dict[str, frozenset[int]]  # table -> rids readable, every version
+    rows: dict[str, list[Meta]]  # table -> readable rows, newest first
+    memo: dict[str, Any] = field(default_factory=dict)  # groupings derived from the rows, built once
+
+    def derived(self, name: str, build: Callable[[], T]) -> T:
+        """A grouping of these rows, computed on first use (two threads may both compute it: harmless)."""
+        if name not in self.memo:
+            self.memo[name] = build()
+        return self.memo[name]  # type: ignore[no-any-return]
+
+    def current_rows(self, table: str) -> list[Meta]:
+        return self.derived(f"current:{table}", lambda: [m for m in self.rows[table] if m.rid in self.current[table]])
+
+    def kinds(self) -> dict[str, list[Meta]]:
+        return self.derived("kinds", lambda: group(self.current_rows("facts"), lambda m: (m.kind,)))
+
+    def tags(self) -> dict[str, list[Meta]]:
+        return self.derived("tags", lambda: group(self.current_rows("facts"), lambda m: m.tags))
+
+    def entities(self) -> dict[str, list[Meta]]:
+        return self.derived("entities", lambda: group(
+            self.current_rows("facts"), lambda m: (m.entity,) if m.entity is not None else ()))
+
+    def facts_by_id(self) -> dict[str, list[Meta]]:
+        return self.derived("facts_by_id", lambda: group(self.current_rows("facts"), lambda m: (m.id,)))
+
+    def sessions(self) -> dict[str, dict[str, list[Meta]]]:
+        """session -> {"summaries": [...], "turns": [...]}, current rows."""
+        def build() -> dict[str, dict[str, list[Meta]]]:
+            out: dict[str, dict[str, list[Meta]]] = {}
+            for table in ("summaries", "turns"):
+                for session, metas in group(self.current_rows(table),
+                                            lambda m: (m.session,) if m.session is not None else ()).items():
+                    out.setdefault(session, {"summaries": [], "turns": []})[table] = metas
+            return out
+
+        return self.derived("sessions", build)
+
+    def history_ids(self) -> dict[str, list[Meta]]:
+        """Every readable version, by memory id (newest id first)."""
+        def build() -> dict[str, list[Meta]]:
+            metas = [m for table_rows in self.rows.values() for m in table_rows]
+            metas.sort(key=lambda m: (m.created_at, m.rid), reverse=True)
+            return group(metas, lambda m: (m.id,))
+
+        return self.derived("history", build)
+
+    def counts(self) -> Counts:
+        by_session = self.sessions()
+        return Counts(
+            rows={t: len(rids) for t, rids in self.current.items()},
+            versions=sum(len(rids) for rids in self.readable.values()),
+            memories=len(self.history_ids()),
+            kinds={k: len(v) for k, v in self.kinds().items()},
+            tags={k: len(v) for k, v in self.tags().items()},
+            entities={k: len(v) for k, v in self.entities().items()},
+            sessions=len(by_session),
+            sessions_with_summary=sum(1 for g in by_session.values() if g["summaries"]),
+            sessions_with_turns=sum(1 for g in by_session.values() if g["turns"]),
+        )

@@ -1,0 +1,43 @@
+"""The one cache type (query/caches.py), from tables: the query layer's entry-bounded caches and the
+mount's byte-bounded content cache are the same LruCache."""
+
+from __future__ import annotations
+
+import pytest
+
+from recallfs.query.caches import LruCache
+
+
+@pytest.mark.parametrize(("puts", "capacity", "by_len", "kept", "weight"), [
+    (["a", "b", "c"], 2, False, ["b", "c"], 2),  # entries: the oldest goes
+    (["a", "b", "a", "c"], 2, False, ["a", "c"], 2),  # a put refreshes its key
+    (["aaaa", "bb", "cc"], 4, True, ["bb", "cc"], 4),  # bytes (weigh=len)
+    (["aaaaaa"], 4, True, ["aaaaaa"], 6),  # the newest stays, however heavy
+    (["a", "bbbbbb"], 4, True, ["bbbbbb"], 6),
+])
+def test_bounded_by_weight_least_recent_first(puts, capacity, by_len, kept, weight):
+    cache: LruCache[str, str] = LruCache(capacity, len) if by_len else LruCache(capacity)
+    for value in puts:
+        cache.put(value, value)
+    assert sorted({k for k in puts if cache.get(k) is not None}) == kept
+    assert cache.weight == weight
+
+
+def test_a_get_makes_an_entry_recent_and_is_counted():
+    cache: LruCache[str, int] = LruCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1
+    cache.put("c", 3)  # "b" is now the least recently used
+    assert (cache.get("b"), cache.get("a"), cache.get("c")) == (None, 1, 3)
+    assert (cache.hits, cache.misses, len(cache)) == (3, 1, 2)
+
+
+def test_get_or_compute_computes_once():
+    cache: LruCache[str, list[int]] = LruCache(4)
+    calls: list[int] = []
+    first = cache.get_or_compute("k", lambda: calls.append(1) or [1])
+    assert cache.get_or_compute("k", lambda: calls.append(2) or [2]) is first
+    assert calls == [1]
+    cache.clear()
+    assert (len(cache), cache.weight, cache.get("k")) == (0, 0, None)
