@@ -56,7 +56,7 @@ class Directories:
     def cached(self, node: Node) -> Listing | None:
         if node.kind is Kind.QUERY:
             assert node.snapshot is not None  # set when the node was made (MountOps._materialize)
-            return Listing(node.snapshot.entries)
+            return Listing(node.snapshot.entries, unlisted=node.snapshot.earlier)
         if node.kind is Kind.RECALL:
             return Listing([Entry(q, Kind.QUERY_LINK, target=f"{RESULTS_DIR}/{q}") for q in self.recent_queries()])
         if node.kind is Kind.RESULTS:

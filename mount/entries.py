@@ -65,6 +65,7 @@ class Listing:
     entries: list[Entry]
     rows: dict[ContentKey, bytes] = field(default_factory=dict)  # re-renderable bytes for the content cache
     truncated: tuple[int, int] | None = None  # (shown, total)
+    unlisted: list[Entry] = field(default_factory=list)  # found by name, not listed (see RecallSnapshot)
     _positions: dict[str, int] | None = None
 
     def position(self, name: str) -> int | None:
@@ -74,18 +75,25 @@ class Listing:
 
     def find(self, name: str) -> Entry | None:
         i = self.position(name)
-        return None if i is None else self.entries[i]
+        if i is not None:
+            return self.entries[i]
+        return next((e for e in self.unlisted if e.name == name), None)
 
 
 @dataclass(slots=True)
 class RecallSnapshot:
-    """One run of recall for one directory name: the files it shows, fixed for its inode's life."""
+    """One run of recall for one directory name: the files it shows, fixed for its inode's life.
+
+    `earlier`: the hit files of the run it replaced that it does not show. They are not listed, but their
+    names still open (with the bytes they had): `ls recall/q/` then `cat recall/q/03-...md` works even when
+    the run expired in between and the next one ranks differently."""
 
     query: str
     entries: list[Entry]
     degraded: bool
     degraded_reason: str | None
     hits: int
+    earlier: list[Entry] = field(default_factory=list)
 
 
 def blob(data: bytes) -> Content:

@@ -47,8 +47,12 @@ class RecallDirs:
         cached = self.runs.get(name)
         if cached is None or cached.token != token or now - cached.born >= self.recall_ttl:
 
+            earlier = cached.snapshot.entries if cached is not None else []
+
             async def compute() -> _Run:
                 snapshot = await self.run(self.browser.recall, query)
+                shown = {e.name for e in snapshot.entries}
+                snapshot.earlier = [e for e in earlier if e.name not in shown]  # one run back, no further
                 self._sid += 1
                 run = _Run(self._sid, snapshot, token, trio.current_time())
                 self.runs.put(name, run)

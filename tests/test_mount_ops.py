@@ -210,3 +210,27 @@ async def test_concurrent_lookups_share_one_recall(ops: MountOps) -> None:
         for _ in range(16):
             nursery.start_soon(one)
     assert len(set(inodes)) == 1
+
+
+async def test_a_listed_hit_still_opens_after_its_run_is_replaced(ops: MountOps, tmp_path: Path) -> None:
+    # `ls recall/q/` then `cat recall/q/NN-...md`: an ingest in between makes a new run that ranks
+    # differently, and the name the agent was shown must still open, with the bytes it had.
+    first = await lookup_path(ops, "recall/.results/deploy release")
+    names = [n for n in await listing(ops, first) if n.endswith(".md")]
+    before = {n: await read_all(ops, await ops_lookup(ops, first, n)) for n in names}
+    await ops.write_store(lambda: ingest(ops.store, tmp_path / "more.jsonl", [
+        fact("rel-1", "Deploy release: the release train deploys every Tuesday", kind="procedure")]))
+    second = await lookup_path(ops, "recall/.results/deploy release")
+    assert second != first
+    now = [n for n in await listing(ops, second) if n.endswith(".md")]
+    gone = [n for n in names if n not in now]
+    assert gone, (names, now)  # the new fact took rank 1, so every old name moved
+    for name in names:
+        assert await read_all(ops, await ops_lookup(ops, second, name)) == before[name]
+    assert "99-fact-nothing.md" not in now
+    with pytest.raises(pyfuse3.FUSEError):
+        await ops_lookup(ops, second, "99-fact-nothing.md")
+
+
+async def ops_lookup(ops: MountOps, parent: int, name: str) -> int:
+    return int((await ops.lookup(parent, os.fsencode(name))).st_ino)
