@@ -317,8 +317,8 @@ class Bench:
 
         def timed(query: str) -> float:
             t0 = time.perf_counter()
-            result = recall(store, principal, query, k=cfg["k"], semantic=semantic, candidates=cfg["candidates"],
-                            rrf_k=cfg["rrf_k"])
+            result = recall(store, principal, query, k=cfg.k, semantic=semantic, candidates=cfg.candidates,
+                            rrf_k=cfg.rrf_k)
             elapsed = time.perf_counter() - t0
             self.inproc_state = result.degraded_reason if result.degraded else "ready"
             return elapsed

@@ -33,6 +33,7 @@ from recallfs.evals.store_cache import default_store_path, ensure_store, prune_c
 from recallfs.evals.variants import ARM_VARIANTS, Variant, ablations, describe, unsupported_keywords, uses_semantic
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.recall import RecallResult, SemanticArm, recall
+from recallfs.query.settings import Settings
 from recallfs.query.store import Store, StoreError
 from recallfs.scope.principal import Principal
 
@@ -236,11 +237,10 @@ def by_category(questions: list[Question], per_question: list[dict[str, dict[str
 
 def run_variant(
     store: Store, prepared: Prepared, variant: Variant, *, semantic: SemanticArm | None,
-    settings: dict[str, Any], progress: Callable[[], None] | None = None,
+    settings: Settings, progress: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Every question through recall() with this variant's keywords; the aggregated figures."""
-    base = {"k": DEPTH, "candidates": settings.get("candidates", 100), "rrf_k": settings.get("rrf_k", 60),
-            "fusion": str(settings.get("fusion", "calibrated"))}
+    base = {"k": DEPTH, "candidates": settings.candidates, "rrf_k": settings.rrf_k, "fusion": settings.fusion}
     kwargs = {**base, **variant}
     per_question = []
     degraded: Counter[str] = Counter()
@@ -337,7 +337,7 @@ def _progress_bar(total: int, desc: str) -> tuple[Callable[[], None] | None, Cal
     return (lambda: bar.update(1)), bar.close
 
 
-def compare_arms(store: Store, prepared: Prepared, arms: list[str], settings: dict[str, Any],
+def compare_arms(store: Store, prepared: Prepared, arms: list[str], settings: Settings,
                  semantic: SemanticArm | None, semantic_reason: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in arms:
@@ -353,7 +353,7 @@ def compare_arms(store: Store, prepared: Prepared, arms: list[str], settings: di
     return out
 
 
-def ablate(store: Store, prepared: Prepared, variants: dict[str, Variant], settings: dict[str, Any],
+def ablate(store: Store, prepared: Prepared, variants: dict[str, Variant], settings: Settings,
            semantic: SemanticArm | None, semantic_reason: str | None) -> dict[str, Any]:
     """One row per named variant: R@5, R@10, MRR and nDCG@10 at each level."""
     rows, skipped = [], []
@@ -384,7 +384,7 @@ def ablate(store: Store, prepared: Prepared, variants: dict[str, Variant], setti
 def evaluate(
     dataset: str, *, data: Path | None = None, store: Path | None = None, every: int | None = None,
     limit: int | None = None, arms: list[str] | None = None, ablation: dict[str, Variant] | None = None,
-    settings: dict[str, Any] | None = None, semantic: SemanticArm | None = None,
+    settings: Settings | None = None, semantic: SemanticArm | None = None,
     probe_semantic: bool = True,
 ) -> dict[str, Any]:
     """The whole eval as a JSON-ready report (what `recallfs eval` prints)."""
@@ -459,9 +459,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 def run_cli(args: argparse.Namespace) -> int:
     """`recallfs eval`: prints the report as JSON (or markdown); 0 on success, 1 on an error."""
-    section = getattr(args, "write_baseline", None)
-    every, limit = getattr(args, "every", None), args.limit
-    ablate = bool(getattr(args, "ablate", False))
+    section, every, limit, ablate = args.write_baseline, args.every, args.limit, bool(args.ablate)
     for name, value in (("--limit", limit), ("--every", every)):
         if value is not None and value < 1:
             print(f"recallfs eval: {name} must be at least 1", file=sys.stderr)
@@ -483,7 +481,7 @@ def run_cli(args: argparse.Namespace) -> int:
     if section:
         path = baseline_mod.write_section(section, report)
         print(f"recallfs eval: wrote the {section!r} figures to {path}", file=sys.stderr)
-    if getattr(args, "format", "json") == "markdown":
+    if args.format == "markdown":
         sys.stdout.write(markdown(report))
     else:
         json.dump(report, sys.stdout, indent=2)

@@ -8,9 +8,9 @@ figures are unavailable. Never raises.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from recallfs.query.recall import SemanticArm
+from recallfs.query.settings import Settings
 
 WARM_TIMEOUT_S = 600.0
 # The eval measures quality, not latency: a generous query-embedding budget keeps a busy machine from
@@ -19,15 +19,15 @@ EVAL_EMBED_BUDGET_MS = 30_000
 
 
 def load_semantic(
-    cfg: dict[str, Any], *, warm_timeout_s: float = WARM_TIMEOUT_S
+    cfg: Settings, *, warm_timeout_s: float = WARM_TIMEOUT_S
 ) -> tuple[SemanticArm | None, str | None]:
     try:
         from recallfs.query.semantic import SemanticSearch
     except ImportError as exc:
         return None, f"the semantic arm is not built (import recallfs.query.semantic: {exc})"
     try:
-        budget = max(int(cfg.get("embed_timeout_ms", 0)), EVAL_EMBED_BUDGET_MS)
-        arm = SemanticSearch.from_settings({**cfg, "embed_timeout_ms": budget})
+        budget = max(cfg.embed_timeout_ms, EVAL_EMBED_BUDGET_MS)
+        arm = SemanticSearch.from_settings(cfg.replace(embed_timeout_ms=budget))
         deadline = time.monotonic() + warm_timeout_s
         ready, reason = arm.availability()
         while not ready and reason == "warming" and time.monotonic() < deadline:

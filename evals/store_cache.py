@@ -18,7 +18,9 @@ import shutil
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
+from recallfs.query import settings
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
@@ -53,8 +55,8 @@ def code_fingerprint() -> str:
             continue
         h.update(rel.encode())
         h.update(path.read_bytes())
-    for name in ("RECALLFS_MODEL", "RECALLFS_SEMANTIC"):  # which vectors ingest writes, if any
-        h.update(f"{name}={os.environ.get(name, '')}".encode())
+    cfg = settings.resolve()  # which vectors ingest writes, if any
+    h.update(f"model={cfg.model} semantic={cfg.semantic}".encode())
     return h.hexdigest()
 
 
@@ -77,12 +79,20 @@ def build_store(path: Path, load: Callable[[], list[MemoryRecord]]) -> None:
         leftover.unlink(missing_ok=True)
     try:
         with Store(tmp, create=True) as store:
-            ingest_records(store, load())
+            ingest_records(store, load(), embedder=_embedder())
             store.cursor().execute("CHECKPOINT")  # fold the WAL in: the file alone is the store
         os.replace(tmp, path)
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
             leftover.unlink(missing_ok=True)
+
+
+def _embedder() -> Any:
+    """The embedder the settings ask for, as `recallfs ingest` would use (None: the semantic arm is off)."""
+    from recallfs.query.embedder import embedder_from_settings
+
+    cfg = settings.resolve()
+    return embedder_from_settings(cfg) if cfg.semantic else None
 
 
 def ensure_store(path: Path, load: Callable[[], list[MemoryRecord]], *, refresh: bool) -> str:
@@ -96,7 +106,7 @@ def ensure_store(path: Path, load: Callable[[], list[MemoryRecord]], *, refresh:
     if not refresh:
         return "reused"
     with Store(path, create=False) as store:
-        report = ingest_records(store, load())
+        report = ingest_records(store, load(), embedder=_embedder())
     return "refreshed" if report.written else "reused"
 
 

@@ -27,6 +27,7 @@ import trio
 
 from recallfs.mount.control_auth import Access, ControlError, check_listener, check_socket_file, peer_of
 from recallfs.mount.registry import RuntimeDirError, socket_candidates
+from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
 __all__ = ["ControlError", "ControlServer", "open_unless_mounted", "options_payload", "request"]
@@ -48,6 +49,8 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
                 break
     except RuntimeDirError as exc:
         raise ControlError(str(exc)) from None
+    except OSError as exc:  # a daemon that broke off or timed out (the store is there; its daemon is not well)
+        raise ControlError(f"the daemon holding {store} did not answer: {exc.strerror or exc}") from None
     if raw is None:
         return None
     if not raw:
@@ -132,7 +135,7 @@ class ControlServer:
     """`uid_map` and `principal`: the mount's --map-uid and principal, which decide who may ask what and
     as whom a recall is answered (control_auth.Access)."""
 
-    def __init__(self, ops: Any, state: dict[str, Any], settings: dict[str, Any], *,
+    def __init__(self, ops: Any, state: dict[str, Any], settings: Settings, *,
                  uid_map: dict[int, str] | None = None, principal: Principal | None = None) -> None:
         self.ops = ops
         self.state = state  # pid, mountpoint, store, principal ...
@@ -200,11 +203,14 @@ class ControlServer:
         raise ControlError(f"unknown request {op!r}")
 
     async def _ingest(self, req: dict[str, Any]) -> dict[str, Any]:
+        from recallfs.query.embedder import embedder_from_settings
         from recallfs.query.ingest import IngestError
         from recallfs.query.ingest_file import IndexRefreshError, ingest_records, load_file
         from recallfs.query.store import StoreError
 
         store = self.ops.store
+        # the daemon's own settings decide whether (and with which model) new rows are embedded
+        embedder = embedder_from_settings(self.settings) if self.settings.semantic else None
         if store.read_only:
             raise ControlError(f"ingest refused, nothing written: the store {store.path} is served read-only "
                                "(its file system or file is not writable)")
@@ -212,7 +218,7 @@ class ControlServer:
         def work() -> Any:
             records = load_file(Path(req["file"]), req["format"], org=req["org"], workspace=req["workspace"],
                                 agent=req["agent"])
-            return ingest_records(store, records)
+            return ingest_records(store, records, embedder=embedder)
 
         try:
             report = await self.ops.write_store(work)
@@ -225,8 +231,6 @@ class ControlServer:
     async def _recall(self, req: dict[str, Any], principal: Principal) -> dict[str, Any]:
         from recallfs.query.formats import RENDERERS
         from recallfs.query.recall import recall
-        from recallfs.query.settings import ranking_kwargs
-
         fmt = req.get("format", "text")
         if fmt not in RENDERERS:
             raise ControlError(f"unknown format {fmt!r}")
@@ -235,10 +239,10 @@ class ControlServer:
 
         def work() -> str:
             result = recall(
-                self.ops.store, principal, req["query"], k=int(req.get("k") or cfg["k"]),
+                self.ops.store, principal, req["query"], k=int(req.get("k") or cfg.k),
                 offset=int(req.get("offset") or 0), arm=req.get("arm", "fused"),
                 options=_options(req.get("options") or {}), semantic=semantic,
-                **ranking_kwargs(cfg),  # the daemon's ranking settings, as in its recall/ directories
+                **cfg.ranking().recall_kwargs(),  # the daemon's ranking, as in its recall/ directories
             )
             return RENDERERS[fmt](result)
 

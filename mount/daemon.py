@@ -1,13 +1,10 @@
-"""The mount's life cycle: mount, serve, unmount, recover, report.
+"""The daemon: it opens the store (and owns it from then on), mounts, records itself in a state file,
+and serves FUSE requests and the control socket on one trio loop until a signal or an unmount.
 
-`recallfs mount [--store S] [--workspace ORG/WS] [--agent NAME] MOUNTPOINT [--foreground]`
+`recallfs mount` (mount/lifecycle.py) starts it as `python -m recallfs.mount.daemon --ready-fd N CONFIG`,
+CONFIG being the MountConfig as JSON (the settings the command resolved), or runs `serve` in its own
+process with --foreground.
 
-- The command checks the mount point first (a dead mount left by a crash is detached), then, unless
-  --foreground, starts the daemon in a new session (`python -m recallfs.mount.cli mount --foreground
-  --ready-fd N ...`, logging to the runtime directory) and returns once the daemon says the mount is
-  ready, or prints why it is not.
-- The daemon opens the store (it owns it from then on), mounts, records itself in a state file,
-  and serves FUSE requests and the control socket on one trio loop.
 - SIGTERM, SIGINT and SIGHUP stop it in order: stop serving, unmount, close the store, remove the state
   file and the socket. `recallfs umount` sends SIGTERM; for a dead mount it detaches it (fusermount3 -uz).
 - The daemon never looks at its own mount point once mounted (that would deadlock against itself).
@@ -17,25 +14,22 @@ Exit codes: 0 mounted / clean unmount; 1 an error explained on stderr or in the 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import select
 import signal
-import subprocess
 import sys
 import threading
-import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from recallfs.mount import registry
+from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
 log = logging.getLogger("recallfs.mount")
-READY_TIMEOUT_S = 120.0
-STOP_TIMEOUT_S = 30.0
 MOUNT_OPTIONS = ("default_permissions", "ro", "fsname=recallfs", "subtype=recallfs")
 
 
@@ -48,86 +42,30 @@ class MountConfig:
     mountpoint: Path
     store: Path
     principal: Principal
-    settings: dict[str, Any]
+    settings: Settings
     foreground: bool = False
     ready_fd: int | None = None
     uid_map: dict[int, str] | None = None  # --map-uid: one view per agent, chosen by the caller's uid
 
+    def who(self) -> str:
+        if not self.uid_map:
+            return str(self.principal)
+        agents = ", ".join(f"uid {uid} as {agent}" for uid, agent in sorted(self.uid_map.items()))
+        return f"{self.principal.workspace_path} ({agents}; other uids: EACCES)"
 
-# -- the mount point ----------------------------------------------------------------------------------
-def prepare_mountpoint(mountpoint: Path) -> None:
-    """Make the point mountable: detach a dead recallfs mount, refuse a live one."""
-    kind = registry.mount_type(mountpoint)
-    if kind is not None:
-        state = registry.read_state(mountpoint)
-        if state is not None and registry.pid_alive(state.pid):
-            raise MountError(f"{mountpoint} is already mounted by recallfs (pid {state.pid}, store {state.store}); "
-                             f"run `recallfs umount {mountpoint}` first")
-        if not kind.startswith("fuse") or not registry.is_dead(mountpoint):
-            raise MountError(f"{mountpoint} is already a mount point ({kind}); unmount it first")
-        ok, problem = registry.lazy_unmount(mountpoint)
-        if not ok:
-            raise MountError(f"{mountpoint} holds a dead mount that could not be detached: {problem}")
-        log.warning("detached a dead mount at %s", mountpoint)
-        registry.remove_state(mountpoint)
-    if not mountpoint.is_dir():
-        raise MountError(f"mount point {mountpoint} is not a directory (create it with mkdir -p)")
+    def to_json(self) -> str:
+        """What the daemon process needs to serve exactly this mount (`from_json`)."""
+        p = self.principal
+        return json.dumps({"mountpoint": str(self.mountpoint), "store": str(self.store),
+                           "principal": [p.org, p.workspace, p.agent], "settings": asdict(self.settings),
+                           "uid_map": {str(uid): agent for uid, agent in (self.uid_map or {}).items()}})
 
-
-def mount(config: MountConfig) -> int:
-    prepare_mountpoint(config.mountpoint)
-    if not config.store.exists():
-        raise MountError(f"no store at {config.store}; create one with `recallfs init --store {config.store}` "
-                         "or `recallfs ingest`")
-    if config.foreground:
-        return serve(config)
-    return _spawn(config)
-
-
-def _spawn(config: MountConfig) -> int:
-    """Start the daemon detached from this terminal and wait until it reports ready."""
-    log_file = registry.log_path(config.mountpoint)
-    read_fd, write_fd = os.pipe()
-    p = config.principal
-    cmd = [sys.executable, "-m", "recallfs.mount.cli", "mount", "--foreground", "--ready-fd", str(write_fd),
-           "--store", str(config.store), "--workspace", f"{p.org}/{p.workspace}", "--agent", p.agent,
-           str(config.mountpoint)]
-    for uid, agent in sorted((config.uid_map or {}).items()):
-        cmd += ["--map-uid", f"{uid}={agent}"]
-    with open(log_file, "ab") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(write_fd,),
-                                start_new_session=True, cwd="/")
-    os.close(write_fd)
-    message = b""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([read_fd], [], [], 0.5)
-            if ready:
-                chunk = os.read(read_fd, 4096)
-                if not chunk:
-                    break
-                message += chunk
-            elif proc.poll() is not None:
-                break
-    finally:
-        os.close(read_fd)
-    text = message.decode(errors="replace").strip()
-    if text == "ready":
-        print(f"mounted {config.store} at {config.mountpoint} as {_who(config)} (pid {proc.pid}; "
-              f"log {log_file})")
-        return 0
-    if proc.poll() is None and not text:
-        proc.terminate()
-        raise MountError(f"the daemon did not become ready in {READY_TIMEOUT_S:.0f} s; see {log_file}")
-    raise MountError((text.removeprefix("error: ") or f"the daemon exited ({proc.poll()})") + f"; log: {log_file}")
-
-
-def _who(config: MountConfig) -> str:
-    if not config.uid_map:
-        return str(config.principal)
-    agents = ", ".join(f"uid {uid} as {agent}" for uid, agent in sorted(config.uid_map.items()))
-    return f"{config.principal.workspace_path} ({agents}; other uids: EACCES)"
+    @classmethod
+    def from_json(cls, text: str, ready_fd: int | None) -> MountConfig:
+        raw = json.loads(text)
+        return cls(Path(raw["mountpoint"]), Path(raw["store"]), Principal(*raw["principal"]),
+                   Settings(**raw["settings"]), foreground=True, ready_fd=ready_fd,
+                   uid_map={int(uid): agent for uid, agent in raw["uid_map"].items()} or None)
 
 
 def _make_ops(config: MountConfig, store: Any, semantic: Any) -> Any:
@@ -137,16 +75,15 @@ def _make_ops(config: MountConfig, store: Any, semantic: Any) -> Any:
     from recallfs.mount.browse import Browser
     from recallfs.mount.operations import MountOps
     from recallfs.mount.views import build_views
-    from recallfs.query.settings import ranking_kwargs
 
     cfg = config.settings
     # k, and the ranking settings (weights, stages, rrf_k, candidates) every recall/ directory uses
-    recall_settings = {"k": cfg["k"], **ranking_kwargs(cfg)}
+    recall_settings = {"k": cfg.k, **cfg.ranking().recall_kwargs()}
 
     def view(principal: Principal, index: int = 0, limiter: Any = None) -> MountOps:
-        browser = Browser(store, principal, max_rows=int(cfg["max_rows"]), mountpoint=str(config.mountpoint),
+        browser = Browser(store, principal, max_rows=cfg.max_rows, mountpoint=str(config.mountpoint),
                           recall_settings=recall_settings, semantic=semantic)
-        return MountOps(store, browser, recall_ttl=float(cfg["recall_ttl_s"]), semantic=semantic,
+        return MountOps(store, browser, recall_ttl=float(cfg.recall_ttl_s), semantic=semantic,
                         view_index=index, limiter=limiter)
 
     if not config.uid_map:
@@ -201,9 +138,9 @@ def _limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-def _semantic_arm(settings: dict[str, Any]) -> Any:
+def _semantic_arm(settings: Settings) -> Any:
     """The semantic arm, loading its model in the background; None when unavailable (recall degrades)."""
-    if not settings.get("semantic", True):
+    if not settings.semantic:
         return None
     try:
         from recallfs.query.semantic import SemanticSearch
@@ -250,7 +187,7 @@ def serve(config: MountConfig) -> int:
 
     cfg = config.settings
     _limit_malloc_arenas()  # before any thread starts
-    _configure_logging(str(cfg.get("log_level", "info")))
+    _configure_logging(cfg.log_level)
     ready = _Ready(config.ready_fd)
     mountpoint = str(config.mountpoint)
     sock_path = registry.socket_path(config.store)
@@ -293,7 +230,7 @@ def serve(config: MountConfig) -> int:
                             uid_map=config.uid_map, principal=p)
     code = 0
     try:
-        trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {_who(config)}")
+        trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}")
         log.info("unmounting %s", mountpoint)
     except BaseException:
         log.exception("the daemon stopped on an error")
@@ -346,64 +283,16 @@ async def _poll_state(ops: Any) -> None:
             log.exception("could not refresh the daemon's state")
 
 
-# -- umount and status ----------------------------------------------------------------------------------
-def unmount(mountpoint: Path) -> str:
-    """Stop the daemon (SIGTERM, which unmounts), or detach a dead mount. Returns what was done."""
-    state = registry.read_state(mountpoint)
-    done = []
-    if state is not None and registry.pid_alive(state.pid):
-        os.kill(state.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while registry.pid_alive(state.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if registry.pid_alive(state.pid):
-            raise MountError(f"the daemon (pid {state.pid}) did not stop in {STOP_TIMEOUT_S:.0f} s; "
-                             f"see {state.log}")
-        done.append(f"stopped the daemon (pid {state.pid})")
-    if registry.mount_type(mountpoint) is not None:
-        ok, problem = registry.lazy_unmount(mountpoint)
-        if not ok:
-            raise MountError(f"could not unmount {mountpoint}: {problem}")
-        done.append("detached the mount" if not done else "detached the mount left behind")
-    if state is not None:
-        registry.remove_state(mountpoint)
-        if not registry.pid_alive(state.pid):
-            Path(state.socket).unlink(missing_ok=True)
-    if not done:
-        raise MountError(f"{mountpoint} is not mounted")
-    return f"unmounted {mountpoint}: " + ", ".join(done)
+def main(argv: list[str] | None = None) -> int:
+    """`python -m recallfs.mount.daemon --ready-fd N CONFIG`: what `recallfs mount` starts."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="recallfs-daemon")
+    parser.add_argument("--ready-fd", type=int)
+    parser.add_argument("config", help="the MountConfig as JSON")
+    args = parser.parse_args(argv)
+    return serve(MountConfig.from_json(args.config, args.ready_fd))
 
 
-def mount_status(timeout: float = 3.0) -> list[dict[str, Any]]:
-    """Every recorded mount with its health: ok, unresponsive, dead (mount left behind) or stale."""
-    from recallfs.mount.control import ControlError, request
-
-    out = []
-    for state in registry.read_states():
-        alive = registry.pid_alive(state.pid)
-        mounted = registry.mount_type(Path(state.mountpoint)) is not None
-        info: dict[str, Any] = {"mountpoint": state.mountpoint, "store": state.store, "pid": state.pid,
-                                "principal": state.principal, "started_at": state.started_at, "log": state.log}
-        if alive and mounted:
-            try:
-                reply = request(state.store, {"op": "ping"}, timeout=timeout)
-            except (OSError, ControlError) as exc:
-                reply, info["problem"] = None, str(exc)
-            answers = registry.answers(Path(state.mountpoint), timeout)
-            if reply is None or reply.get("pid") != state.pid:
-                info["health"] = "unresponsive: the daemon does not answer on its control socket"
-            elif answers is not None:
-                info.update(health=f"failing: the mount does not answer ({answers})", detail=reply.get("health"))
-            else:
-                detail = reply.get("health") or {}
-                verdict = detail.get("health") or {"state": "failing", "problems": ["the daemon reports no health"]}
-                problems = "; ".join(verdict.get("problems") or [])
-                info.update(health=verdict["state"] + (f": {problems}" if problems else ""),
-                            uptime_s=reply.get("uptime_s"), detail=detail)
-        elif mounted:
-            info["health"] = f"dead: the daemon is gone; run `recallfs umount {state.mountpoint}`"
-        else:
-            info["health"] = "stale: neither daemon nor mount; record removed"
-            registry.remove_state(Path(state.mountpoint), pid=state.pid)
-        out.append(info)
-    return out
+if __name__ == "__main__":
+    sys.exit(main())

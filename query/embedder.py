@@ -28,6 +28,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from recallfs.query.settings import Settings
+
 log = logging.getLogger("recallfs.embedder")
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -457,16 +459,16 @@ def any_loading() -> bool:
         return any(emb.state == "loading" for emb in _SHARED.values())
 
 
-def embedder_from_settings(cfg: dict[str, Any]) -> Embedder:
+def embedder_from_settings(cfg: Settings) -> Embedder:
     """The process's embedder for the `model` and `device` settings (RECALLFS_MODEL, RECALLFS_DEVICE)."""
-    emb = shared_embedder(str(cfg.get("model") or ""), str(cfg.get("device") or "auto"))
-    emb.load_timeout_s = float(cfg.get("model_load_timeout_s", LOAD_TIMEOUT_S))
+    emb = shared_embedder(cfg.model, cfg.device)
+    emb.load_timeout_s = cfg.model_load_timeout_s
     return emb
 
 
-def start_warmup(cfg: dict[str, Any]) -> Embedder | None:
+def start_warmup(cfg: Settings) -> Embedder | None:
     """Called when the daemon or the CLI starts: begin loading unless the semantic arm is off."""
-    if not cfg.get("semantic", True):
+    if not cfg.semantic:
         return None
     emb = embedder_from_settings(cfg)
     emb.start_warmup()

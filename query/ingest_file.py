@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -24,8 +24,10 @@ from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 
+if TYPE_CHECKING:
+    from recallfs.query.embedder import Embedder
+
 log = logging.getLogger("recallfs.ingest")
-FROM_SETTINGS: Any = "settings"  # embedder argument: the process's embedder for the RECALLFS_* settings
 
 Progress = Callable[[int, int], None]  # (done, total)
 
@@ -49,14 +51,13 @@ def ingest_records(
     *,
     progress: Progress | None = None,
     refresh: bool = True,
-    embedder: Any = FROM_SETTINGS,
+    embedder: Embedder | None,
     embed_progress: Progress | None = None,
 ) -> IngestReport:
-    """Write, then refresh the FTS indexes and embed new rows. `embedder`: an Embedder, None (no
-    embedding), or FROM_SETTINGS. With a `progress` callback and no `embed_progress`, embedding shows
-    a progress bar on stderr."""
+    """Write, then refresh the FTS indexes and embed new rows. `embedder`: the caller's (from its own
+    settings: the daemon's, the CLI's), or None (no embedding). With a `progress` callback and no
+    `embed_progress`, embedding shows a progress bar on stderr."""
     total = len(records)
-    embedder = _resolve_embedder(embedder)
     _check_model(store, embedder)
     report = write_records(store, records, progress=(lambda done: progress(done, total)) if progress else None)
     if refresh:
@@ -69,7 +70,7 @@ def refresh_indexes(
     store: Store,
     report: IngestReport,
     *,
-    embedder: Any = FROM_SETTINGS,
+    embedder: Embedder | None,
     embed_progress: Progress | None = None,
     bar: bool = False,
 ) -> None:
@@ -85,7 +86,7 @@ def refresh_indexes(
                for s in behind if s.rows_behind > written.get(s.key, 0)]
     record_repairs(lagging)
     report.fts_repaired = [s.describe() for s in lagging]
-    embed_new_rows(store, report, embedder=_resolve_embedder(embedder), progress=embed_progress, bar=bar)
+    embed_new_rows(store, report, embedder=embedder, progress=embed_progress, bar=bar)
 
 
 def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str]]) -> None:
@@ -121,7 +122,8 @@ def _not_embedded(store: Store, report: IngestReport, detail: str) -> str:
 
 
 def embed_new_rows(
-    store: Store, report: IngestReport, *, embedder: Any, progress: Progress | None = None, bar: bool = False
+    store: Store, report: IngestReport, *, embedder: Embedder | None, progress: Progress | None = None,
+    bar: bool = False,
 ) -> int:
     """Embed what the batch's workspaces lack (new rows, or rows written while the model was missing).
 
@@ -157,16 +159,6 @@ def embed_new_rows(
                     "`recallfs reindex` or the next ingest embeds them", exc)
         return 0
     return done.embedded
-
-
-def _resolve_embedder(embedder: Any) -> Any:
-    if embedder is not FROM_SETTINGS:
-        return embedder
-    from recallfs.query import settings
-    from recallfs.query.embedder import embedder_from_settings
-
-    cfg = settings.resolve()
-    return embedder_from_settings(cfg) if cfg["semantic"] else None
 
 
 def _check_model(store: Store, embedder: Any) -> None:

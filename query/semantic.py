@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.settings import Settings
 from recallfs.query.store import Store
 from recallfs.query.vectors import (
     ModelMismatchError,
@@ -70,15 +71,15 @@ class SemanticSearch:
         self.fused_min_z = fused_min_z
 
     @classmethod
-    def from_settings(cls, cfg: dict[str, Any], *, warm: bool = True) -> SemanticSearch:
+    def from_settings(cls, cfg: Settings, *, warm: bool = True) -> SemanticSearch:
         """The arm as the settings describe it (`semantic`, `model`, `device`, `embed_timeout_ms`);
         starts the background warm-up unless the arm is off."""
-        if not cfg.get("semantic", True):
+        if not cfg.semantic:
             return cls(None, enabled=False)
         embedder = embedder_from_settings(cfg)
         if warm:
             embedder.start_warmup()
-        return cls(embedder, budget_ms=float(cfg.get("embed_timeout_ms", 2000)))
+        return cls(embedder, budget_ms=float(cfg.embed_timeout_ms))
 
     # -- the protocol --------------------------------------------------------------------------------
     def availability(self) -> tuple[bool, str | None]:

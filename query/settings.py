@@ -5,9 +5,10 @@ The README documents all of them; a test fails when one is missing there.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,12 @@ class Setting:
                 return True
             if low in ("0", "false", "no", "off"):
                 return False
-            raise ValueError(f"{self.env}={raw!r}: expected true or false")
+            raise SettingsError(f"{self.env}={raw!r}: expected true or false")
         if kind in (int, float):
             try:
                 return kind(raw)
             except ValueError:
-                raise ValueError(f"{self.env}={raw!r}: expected a number") from None
+                raise SettingsError(f"{self.env}={raw!r}: expected a number") from None
         return raw
 
 
@@ -49,59 +50,125 @@ def default_store() -> str:
     return str(Path(base) / "recallfs" / "store.duckdb")
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("store", "", "path of the DuckDB store (default ~/.local/share/recallfs/store.duckdb)"),
-    Setting("workspace", "default/default", "workspace ORG/WS that commands act on"),
-    Setting("agent", "default", "agent name: author of ingested memories and reader of recall"),
-    Setting("model", "", "sentence-transformers model directory (default: the packaged MiniLM-L6)"),
-    Setting("semantic", True, "run the semantic arm; false reports degraded: off"),
-    Setting("device", "auto", "embedding device: auto, cpu or cuda"),
-    Setting("embed_timeout_ms", 2000, "time budget for embedding one query before recall answers lexically"),
-    Setting("warm_timeout_ms", 0, "how long a CLI recall waits for the model to load (0: until loaded, at most "
-            "model_load_timeout_s)"),
-    Setting("model_load_timeout_s", 120.0, "the longest any command waits for the embedding model to load; "
-            "past it recall answers lexically (warming), ingest stores rows without vectors, and the mount's "
-            "health says the model is stuck"),
-    Setting("k", 10, "hits per recall page"),
-    Setting("fusion", "calibrated", "how fused recall combines its arms: calibrated (weighted sum of "
-            "calibrated arm scores) or rrf (reciprocal rank fusion)"),
-    Setting("rrf_k", 60, "the k constant of reciprocal rank fusion (fusion=rrf)"),
-    Setting("candidates", 100, "candidates each arm contributes per table"),
-    Setting("query_timeout_ms", 5000, "time limit for one DuckDB query"),
-    Setting("max_rows", 5000, "row cap for one browse listing; larger listings say truncated"),
-    Setting("recall_ttl_s", 5, "seconds the kernel may cache a recall directory"),
-    Setting("log_level", "info", "daemon log level: debug, info, warning, error"),
-    # Ranking: fusion weights and the shaping stages (ranking/pipeline.py StageConfig; the README's
+class SettingsError(ValueError):
+    """A setting whose value cannot be used; the message names its RECALLFS_* variable."""
+
+
+def _s(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+_STAGE_HELP = {
+    "dedup": "identity dedup: one hit per memory however many arms found it",
+    "question_weight": "score x this for a turn that only asks (ends in '?'; 1: off)",
+    "session_weight": "session evidence: a hit gains this x the best score among hits of its session (0: off)",
+    "rerank": "rerank by the cosine of the query and the stored embeddings",
+    "rerank_mix": "weight of the cosine in the reranked score (0..1)",
+    "rerank_budget_ms": "time budget of the reranker; past it the fused order is kept",
+    "collapse": "collapse near-duplicates to the copy with the best provenance",
+    "collapse_threshold": "cosine at or above which two hits may be near-duplicates",
+    "recency": "recency dampening: off, auto (on for temporal intent or recent:) or on",
+    "half_life_days": "recency half-life in days",
+    "mmr": "with budget:N, choose hits by MMR diversity (false: by score only)",
+    "mmr_lambda": "MMR balance of relevance (1) against novelty (0)",
+    "min_score": "drop hits whose score is below this (0..1; 0 keeps all)",
+    "tag_bonus": "score x (1 + this) when a query word names the hit's tag (0: off)",
+    "kind_bonus": "score x (1 + this) when a query word names the hit's kind (0: off)",
+    "entity_first": "a query that names an entity exactly shows its card first",
+}
+
+
+def _stage(name: str) -> Any:
+    return _s(getattr(_STAGES, name), _STAGE_HELP[name])
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """What the settings decide about ranking, checked once: recall()'s keywords (`recall_kwargs`)."""
+
+    weights: dict[str, float] | None
+    stages: StageConfig
+    fusion: str
+    rrf_k: int
+    candidates: int
+
+    def recall_kwargs(self) -> dict[str, Any]:
+        return {"weights": self.weights, "stages": self.stages, "fusion": self.fusion, "rrf_k": self.rrf_k,
+                "candidates": self.candidates}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every setting, typed. Built once (`resolve`) and passed down; the field's metadata is its help,
+    and the fields in order are the README's configuration table."""
+
+    store: str = _s("", "path of the DuckDB store (default ~/.local/share/recallfs/store.duckdb)")
+    workspace: str = _s("default/default", "workspace ORG/WS that commands act on")
+    agent: str = _s("default", "agent name: author of ingested memories and reader of recall")
+    model: str = _s("", "sentence-transformers model directory (default: the packaged MiniLM-L6)")
+    semantic: bool = _s(True, "run the semantic arm; false reports degraded: off")
+    device: str = _s("auto", "embedding device: auto, cpu or cuda")
+    embed_timeout_ms: int = _s(2000, "time budget for embedding one query before recall answers lexically")
+    warm_timeout_ms: int = _s(0, "how long a CLI recall waits for the model to load (0: until loaded, at most "
+                              "model_load_timeout_s)")
+    model_load_timeout_s: float = _s(120.0, "the longest any command waits for the embedding model to load; "
+                                     "past it recall answers lexically (warming), ingest stores rows without "
+                                     "vectors, and the mount's health says the model is stuck")
+    k: int = _s(10, "hits per recall page")
+    fusion: str = _s("calibrated", "how fused recall combines its arms: calibrated (weighted sum of "
+                     "calibrated arm scores) or rrf (reciprocal rank fusion)")
+    rrf_k: int = _s(60, "the k constant of reciprocal rank fusion (fusion=rrf)")
+    candidates: int = _s(100, "candidates each arm contributes per table")
+    query_timeout_ms: int = _s(5000, "time limit for one DuckDB query")
+    max_rows: int = _s(5000, "row cap for one browse listing; larger listings say truncated")
+    recall_ttl_s: int = _s(5, "seconds the kernel may cache a recall directory")
+    log_level: str = _s("info", "daemon log level: debug, info, warning, error")
+    # Ranking: fusion weights and the shaping stages (ranking/stage_config.py StageConfig; the README's
     # ranking section has the ablation behind each default).
-    Setting("weights", "default", "provenance weights, NAME=NUMBER,... over tables, arms or arm:table lists "
-            "(unnamed ones count 1; replaces the defaults); `equal`: all 1; `default`: "
-            f"{format_weights(DEFAULT_WEIGHTS)} for calibrated fusion, {format_weights(RANK_WEIGHTS)} for rank "
-            "fusion and single arms"),
-    Setting("dedup", _STAGES.dedup, "identity dedup: one hit per memory however many arms found it"),
-    Setting("question_weight", _STAGES.question_weight, "score x this for a turn that only asks (ends in "
-            "'?'; 1: off)"),
-    Setting("session_weight", _STAGES.session_weight, "session evidence: a hit gains this x the best score "
-            "among hits of its session (0: off)"),
-    Setting("rerank", _STAGES.rerank, "rerank by the cosine of the query and the stored embeddings"),
-    Setting("rerank_mix", _STAGES.rerank_mix, "weight of the cosine in the reranked score (0..1)"),
-    Setting("rerank_budget_ms", _STAGES.rerank_budget_ms,
-            "time budget of the reranker; past it the fused order is kept"),
-    Setting("collapse", _STAGES.collapse, "collapse near-duplicates to the copy with the best provenance"),
-    Setting("collapse_threshold", _STAGES.collapse_threshold,
-            "cosine at or above which two hits may be near-duplicates"),
-    Setting("recency", _STAGES.recency, "recency dampening: off, auto (on for temporal intent or recent:) or on"),
-    Setting("half_life_days", _STAGES.half_life_days, "recency half-life in days"),
-    Setting("mmr", _STAGES.mmr, "with budget:N, choose hits by MMR diversity (false: by score only)"),
-    Setting("mmr_lambda", _STAGES.mmr_lambda, "MMR balance of relevance (1) against novelty (0)"),
-    Setting("min_score", _STAGES.min_score, "drop hits whose score is below this (0..1; 0 keeps all)"),
-    Setting("tag_bonus", _STAGES.tag_bonus, "score x (1 + this) when a query word names the hit's tag (0: off)"),
-    Setting("kind_bonus", _STAGES.kind_bonus, "score x (1 + this) when a query word names the hit's kind (0: off)"),
-    Setting("entity_first", _STAGES.entity_first, "a query that names an entity exactly shows its card first"),
-)
+    weights: str = _s("default", "provenance weights, NAME=NUMBER,... over tables, arms or arm:table lists "
+                      "(unnamed ones count 1; replaces the defaults); `equal`: all 1; `default`: "
+                      f"{format_weights(DEFAULT_WEIGHTS)} for calibrated fusion, {format_weights(RANK_WEIGHTS)} "
+                      "for rank fusion and single arms")
+    dedup: bool = _stage("dedup")
+    question_weight: float = _stage("question_weight")
+    session_weight: float = _stage("session_weight")
+    rerank: bool = _stage("rerank")
+    rerank_mix: float = _stage("rerank_mix")
+    rerank_budget_ms: float = _stage("rerank_budget_ms")
+    collapse: bool = _stage("collapse")
+    collapse_threshold: float = _stage("collapse_threshold")
+    recency: str = _stage("recency")
+    half_life_days: float = _stage("half_life_days")
+    mmr: bool = _stage("mmr")
+    mmr_lambda: float = _stage("mmr_lambda")
+    min_score: float = _stage("min_score")
+    tag_bonus: float = _stage("tag_bonus")
+    kind_bonus: float = _stage("kind_bonus")
+    entity_first: bool = _stage("entity_first")
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    def ranking(self) -> Ranking:
+        """The ranking these settings describe. The CLI, the mount's recall/ directories and its control
+        socket all rank with it, so one setting means the same everywhere. Raises SettingsError."""
+        try:
+            stages = StageConfig(**{name: getattr(self, name) for name in STAGE_SETTINGS})
+        except ValueError as exc:
+            raise SettingsError(f"ranking settings (RECALLFS_*): {exc}") from None
+        if self.rrf_k < 1 or self.candidates < 1:
+            raise SettingsError("RECALLFS_RRF_K and RECALLFS_CANDIDATES must be at least 1")
+        fusion = self.fusion.strip().lower()
+        if fusion not in FUSIONS:
+            raise SettingsError(f"RECALLFS_FUSION must be calibrated or rrf, not {self.fusion!r}")
+        return Ranking(weights_from(self.weights), stages, fusion, self.rrf_k, self.candidates)
+
+
+FUSIONS = ("calibrated", "rrf")
+SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(f.name, f.default, f.metadata["help"]) for f in fields(Settings))
 # The settings that become StageConfig fields, by the same names.
-STAGE_SETTINGS = ("dedup", "question_weight", "session_weight", "rerank", "rerank_mix", "rerank_budget_ms", "collapse",
-                  "collapse_threshold", "recency", "half_life_days", "mmr", "mmr_lambda", "min_score", "tag_bonus",
-                  "kind_bonus", "entity_first")
+STAGE_SETTINGS = tuple(f.name for f in fields(StageConfig))
 
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -110,23 +177,22 @@ def setting(name: str) -> Setting:
     return _BY_NAME[name]
 
 
-def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Defaults, then RECALLFS_* environment, then explicit overrides (CLI flags) that are not None."""
+def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Defaults, then RECALLFS_* environment, then explicit overrides (CLI flags) that are not None.
+    Raises SettingsError for a value that is not of the setting's type."""
     env = os.environ if env is None else env
-    out: dict[str, Any] = {}
+    values: dict[str, Any] = {}
     for s in SETTINGS:
-        value = s.default
         if s.env in env and env[s.env] != "":
-            value = s.coerce(env[s.env])
-        out[s.name] = value
+            values[s.name] = s.coerce(env[s.env])
     for name, value in (overrides or {}).items():
         if value is not None:
             if name not in _BY_NAME:
                 raise KeyError(f"unknown setting {name!r}")
-            out[name] = value
-    if not out["store"]:
-        out["store"] = default_store()
-    return out
+            values[name] = value
+    if not values.get("store"):
+        values["store"] = default_store()
+    return Settings(**values)
 
 
 def weights_from(text: str) -> dict[str, float] | None:
@@ -139,28 +205,10 @@ def weights_from(text: str) -> dict[str, float] | None:
     try:
         weights = parse_weights(text)
     except ValueError as exc:
-        raise ValueError(f"{setting('weights').env}: {exc}") from None
+        raise SettingsError(f"{setting('weights').env}: {exc}") from None
     if not weights:
-        raise ValueError(f"{setting('weights').env} is empty: give NAME=NUMBER pairs, `equal` or `default`")
+        raise SettingsError(f"{setting('weights').env} is empty: give NAME=NUMBER pairs, `equal` or `default`")
     return weights
-
-
-def ranking_kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The recall() keywords the settings decide: fusion and its weights, RRF k, candidates, the stages.
-
-    The CLI, the mount's recall/ directories and its control socket all call recall() with these, so
-    one setting means the same everywhere. Raises ValueError naming the variable when a value is bad."""
-    try:
-        stages = StageConfig(**{name: cfg[name] for name in STAGE_SETTINGS})
-    except ValueError as exc:
-        raise ValueError(f"ranking settings (RECALLFS_*): {exc}") from None
-    if int(cfg["rrf_k"]) < 1 or int(cfg["candidates"]) < 1:
-        raise ValueError("RECALLFS_RRF_K and RECALLFS_CANDIDATES must be at least 1")
-    fusion = str(cfg.get("fusion", "calibrated")).strip().lower()
-    if fusion not in ("calibrated", "rrf"):
-        raise ValueError(f"RECALLFS_FUSION must be calibrated or rrf, not {cfg.get('fusion')!r}")
-    return {"weights": weights_from(str(cfg["weights"])), "stages": stages, "fusion": fusion,
-            "rrf_k": int(cfg["rrf_k"]), "candidates": int(cfg["candidates"])}
 
 
 def markdown_table() -> str:

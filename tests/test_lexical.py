@@ -35,7 +35,7 @@ def _records(objs):
 @pytest.fixture
 def store(store_path):
     with Store(store_path) as s:
-        ingest_records(s, _records(RECORDS))
+        ingest_records(s, _records(RECORDS), embedder=None)
         yield s
 
 
@@ -104,7 +104,8 @@ def test_long_query_is_cut_to_terms():
 
 def test_rows_not_yet_indexed_are_found(store):
     # Write without rebuilding the FTS index: the new row sits above the index watermark.
-    ingest_records(store, _records([fact("f9", "zebrafish telemetry was removed in v2")]), refresh=False)
+    ingest_records(store, _records([fact("f9", "zebrafish telemetry was removed in v2")]), refresh=False,
+                   embedder=None)
     assert ids(recall(store, ME, "zebrafish", arm="lexical")) == ["f9"]
     # Indexed rows still rank alongside.
     assert "f1" in ids(recall(store, ME, "nextest zebrafish", arm="lexical"))
@@ -176,7 +177,8 @@ def test_score_indexed_scores_other_arms_rows(store):
 def test_fresh_rows_score_the_share_of_terms_they_contain(store):
     from recallfs.query.lexical import search_calibrated
 
-    ingest_records(store, _records([fact("f9", "zebrafish telemetry was removed in v2")]), refresh=False)
+    ingest_records(store, _records([fact("f9", "zebrafish telemetry was removed in v2")]), refresh=False,
+                   embedder=None)
     schema, where, params = _scoped(store, "facts")
     scored = search_calibrated(store, schema, "facts", query_terms("zebrafish quokka"), where=where,
                                params=params, limit=5)

@@ -17,7 +17,7 @@ from recallfs.mount.control import ControlServer, options_payload
 from recallfs.mount.operations import MountOps
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.query_syntax import RecallOptions
-from recallfs.query.settings import ranking_kwargs, resolve
+from recallfs.query.settings import resolve
 from recallfs.scope.principal import Principal
 
 from conftest import fact, write_jsonl
@@ -38,12 +38,12 @@ def ingest(store: GuardedStore, path: Path, records: list) -> object:
 
 
 def make_ops(tmp_path: Path, records: list, env: dict[str, str] | None = None) -> MountOps:
-    """As the daemon builds a view: the recall settings are k plus ranking_kwargs of the settings."""
+    """As the daemon builds a view: the recall settings are k plus the settings' ranking."""
     store = GuardedStore(tmp_path / "store.duckdb", create=True)
     ingest(store, tmp_path / "first.jsonl", records)
     cfg = resolve({}, env=env or {})
     browser = Browser(store, ME, max_rows=1000, mountpoint=str(tmp_path / "mnt"),
-                      recall_settings={"k": cfg["k"], **ranking_kwargs(cfg)})
+                      recall_settings={"k": cfg.k, **cfg.ranking().recall_kwargs()})
     ops = MountOps(store, browser, recall_ttl=5, kernel=False)
     store.loop_thread = threading.get_ident()  # as the daemon does: no DuckDB on the trio thread
     return ops

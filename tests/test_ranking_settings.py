@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from recallfs.query.settings import STAGE_SETTINGS, ranking_kwargs, resolve, setting, weights_from
+from recallfs.query.settings import STAGE_SETTINGS, resolve, setting, weights_from
 from recallfs.ranking.pipeline import StageConfig
 from recallfs.ranking.provenance import DEFAULT_WEIGHTS, format_weights, parse_weights
 
@@ -22,7 +22,7 @@ def test_every_stage_switch_is_a_setting_with_the_shipped_default():
 
 
 def test_defaults_are_the_shipped_pipeline():
-    kw = ranking_kwargs(resolve({}, env={}))
+    kw = resolve({}, env={}).ranking().recall_kwargs()
     assert kw["stages"] == StageConfig() and kw["weights"] is None  # each fusion's own defaults
     assert (kw["rrf_k"], kw["candidates"]) == (60, 100)
 
@@ -72,7 +72,7 @@ def test_bad_weights_setting(text, message):
     ({"RECALLFS_ENTITY_FIRST": "false"}, "entity_first", False),
 ])
 def test_each_stage_setting_from_the_environment(env, field, value):
-    stages = ranking_kwargs(resolve({}, env=env))["stages"]
+    stages = resolve({}, env=env).ranking().stages
     assert getattr(stages, field) == value
     assert stages == StageConfig().replace(**{field: value})  # and nothing else moved
 
@@ -86,7 +86,7 @@ def test_each_stage_setting_from_the_environment(env, field, value):
 ])
 def test_bad_stage_settings_are_named(env, message):
     with pytest.raises(ValueError, match=message):
-        ranking_kwargs(resolve({}, env=env))
+        resolve({}, env=env).ranking()
 
 
 def test_bad_number_is_named_when_resolved():

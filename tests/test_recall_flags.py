@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from recallfs.mount.cli import CliError, build_parser, recall_options
+from recallfs.mount.cli import build_parser
+from recallfs.mount.cli_errors import CliError
+from recallfs.mount.cmd_recall import recall_options
 from recallfs.query.query_syntax import parse_query
 
 from conftest import fact, write_jsonl

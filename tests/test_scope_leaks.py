@@ -52,7 +52,7 @@ def _users_problem() -> str | None:
 
 
 needs_users = pytest.mark.skipif(_users_problem() is not None, reason=str(_users_problem()))
-pytestmark = [needs_fuse, needs_users]
+pytestmark = [needs_fuse, needs_users, pytest.mark.mount, pytest.mark.slow]
 
 
 def ensure_user(name: str) -> int:

@@ -32,7 +32,7 @@ def principal(agent: str) -> Principal:
 @pytest.fixture
 def store(store_path):
     with Store(store_path) as s:
-        ingest_records(s, [parse_record(r, org="acme", workspace="proj", agent="x") for r in ROWS])
+        ingest_records(s, [parse_record(r, org="acme", workspace="proj", agent="x") for r in ROWS], embedder=None)
         yield s
 
 
@@ -99,7 +99,7 @@ def test_broken_policy_clause_still_cannot_cross_partitions(store, monkeypatch):
     with store.transaction() as cur:
         schema_b = store.ensure_partition(cur, "acme", "other")
     ingest_records(store, [parse_record(fact("b-1", "zephyr in another workspace"), org="acme",
-                                        workspace="other", agent="x")])
+                                        workspace="other", agent="x")], embedder=None)
     import recallfs.query.gate as gate
 
     monkeypatch.setattr(gate, "authorization_predicate", lambda p, alias="m": ("TRUE", []))

@@ -19,7 +19,7 @@ from test_scope_leaks import ensure_user, needs_users
 
 from conftest import fact, run_cli, write_jsonl
 
-pytestmark = [needs_fuse, needs_users]
+pytestmark = [needs_fuse, needs_users, pytest.mark.mount, pytest.mark.slow]
 USERS = {"reader": "rfs_reader", "auditor": "rfs_auditor"}
 RECORDS = [
     fact("p-1", "ops uses the plover queue for retries", id="f-plover", agent="ops"),

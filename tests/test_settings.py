@@ -18,13 +18,13 @@ def test_every_setting_is_documented():
 def test_environment_then_flags():
     env = {"RECALLFS_K": "7", "RECALLFS_SEMANTIC": "off", "RECALLFS_STORE": "/tmp/x.duckdb"}
     cfg = resolve({"store": "/tmp/y.duckdb", "agent": None}, env=env)
-    assert cfg["k"] == 7 and cfg["semantic"] is False and cfg["store"] == "/tmp/y.duckdb"
-    assert cfg["agent"] == "default"
+    assert cfg.k == 7 and cfg.semantic is False and cfg.store == "/tmp/y.duckdb"
+    assert cfg.agent == "default"
 
 
 def test_default_store_path():
     cfg = resolve({}, env={"XDG_DATA_HOME": ""})
-    assert cfg["store"].endswith(".local/share/recallfs/store.duckdb")
+    assert cfg.store.endswith(".local/share/recallfs/store.duckdb")
 
 
 @pytest.mark.parametrize(("env", "message"), [

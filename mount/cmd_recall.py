@@ -1,0 +1,110 @@
+"""`recallfs recall`: the recall pipeline without FUSE (through the mount's daemon when one holds the store)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from typing import Any
+
+from recallfs.mount.cli_common import open_store, principal_from, require_store, resolve_settings, store_args
+from recallfs.mount.cli_errors import EXIT_OK, CliError
+from recallfs.query.settings import Settings
+
+# flag -> inline option it means (query_syntax reads both)
+RECALL_FLAGS = (("kind", "kind"), ("tag", "tag"), ("session", "session"), ("author", "agent"), ("since", "since"),
+                ("until", "until"), ("k", "k"), ("offset", "offset"), ("recent", "recent"), ("budget", "budget"))
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("recall", help="run the recall pipeline without FUSE")
+    store_args(p)
+    p.add_argument("query", help="the query; inline options such as k:20 kind:decision since:7d work here")
+    # Every inline option has a flag meaning the same (read by the same code: query_syntax.apply_option);
+    # an inline option in the query wins over its flag.
+    p.add_argument("-k", help="hits per page (default 10); same as k:")
+    p.add_argument("--offset", help="skip this many hits (pagination); same as offset:")
+    p.add_argument("--format", default="text", choices=["text", "json", "context"])
+    p.add_argument("--arm", default="fused", choices=["lexical", "semantic", "fused"],
+                   help="which arms to run (default fused)")
+    p.add_argument("--kind", action="append", help="only this kind (repeatable, or comma-separated); same as kind:")
+    p.add_argument("--tag", action="append", help="only memories with this tag (repeatable); same as tag:")
+    p.add_argument("--session", help="only this session; same as session:")
+    p.add_argument("--author", help="only memories written by this agent; same as agent: (--agent is who reads)")
+    p.add_argument("--since", help="only memories from this UTC date or duration ago (2026-06-01, 7d); same as since:")
+    p.add_argument("--until", help="only memories up to this UTC date (a bare date includes the day); same as until:")
+    # a value is required: an optional one would swallow the query that follows (--recent "what changed")
+    p.add_argument("--recent", metavar="on|off|HALF_LIFE",
+                   help="favour newer memories: on, off (not even for 'latest'), or a half-life such as 7d; "
+                   "same as recent:")
+    p.add_argument("--budget", help="fit the hits in about this many tokens, chosen by MMR; same as budget:")
+    p.set_defaults(run=cmd_recall)
+
+
+def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any:
+    """RecallOptions from the recall flags, through the same reader as the inline options; times are
+    UTC like theirs. A bad value is a CliError naming the flag."""
+    from recallfs.query.query_syntax import RecallOptions, apply_option, shown, utc_now
+
+    now = now or utc_now()
+    opts = RecallOptions()
+    for flag, option in RECALL_FLAGS:
+        value = getattr(args, flag, None)
+        for one in value if isinstance(value, list) else [value]:
+            if one is None:
+                continue
+            try:
+                apply_option(opts, option, str(one), now)
+            except ValueError as exc:
+                name = "-k" if flag == "k" else f"--{flag}"
+                raise CliError(f"{name} {shown(str(one))}: {exc}") from None
+    if opts.since and opts.until and opts.since > opts.until:
+        raise CliError("--since is after --until, so nothing could match")
+    return opts
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from recallfs.query.formats import RENDERERS
+    from recallfs.query.recall import recall
+
+    cfg = resolve_settings(args)
+    ranking = cfg.ranking()
+    principal = principal_from(cfg)
+    opts = recall_options(args)
+    routed = _recall_via_daemon(args, cfg, principal, opts)
+    if routed is not None:
+        sys.stdout.write(routed)
+        return EXIT_OK
+    require_store(cfg)
+    # The model loads before the store opens: a reader holds the file, and writers wait while it does.
+    semantic = _semantic_arm(cfg) if args.arm != "lexical" else None
+    with open_store(cfg, read_only=True) as store:
+        result = recall(store, principal, args.query, k=cfg.k, arm=args.arm, options=opts, semantic=semantic,
+                        **ranking.recall_kwargs())
+    sys.stdout.write(RENDERERS[args.format](result))
+    return EXIT_OK
+
+
+def _recall_via_daemon(args: argparse.Namespace, cfg: Settings, principal: Any, opts: Any) -> str | None:
+    """When a mount daemon holds the store (DuckDB then excludes other readers), it runs the recall;
+    its semantic arm is already warm. None when no daemon holds the store."""
+    from recallfs.mount import control
+
+    payload = {"op": "recall", "query": args.query, "k": opts.k, "offset": opts.offset, "arm": args.arm,
+               "format": args.format, "options": control.options_payload(opts), "org": principal.org,
+               "workspace": principal.workspace, "agent": principal.agent}
+    reply = control.request(cfg.store, payload)
+    return None if reply is None else str(reply["output"])
+
+
+def _semantic_arm(cfg: Settings) -> Any:
+    """The semantic arm for a one-shot command: waits up to `warm_timeout_ms` (0: until loaded, at most
+    the load timeout) for the model the warm-up thread is loading; past that, recall answers lexically
+    with `warming`."""
+    from recallfs.query.semantic import SemanticSearch
+
+    arm = SemanticSearch.from_settings(cfg)
+    if arm.embedder is not None:
+        wait_ms = float(cfg.warm_timeout_ms)
+        arm.embedder.wait_ready(wait_ms / 1000.0 if wait_ms > 0 else None)
+    return arm

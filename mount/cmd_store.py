@@ -1,0 +1,195 @@
+"""The store commands: `init`, `ingest`, `reindex`, `policy`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from recallfs.mount.cli_common import (
+    embedder_for,
+    open_store,
+    principal_from,
+    resolve_settings,
+    start_warmup,
+    store_args,
+    store_dir_ready,
+    store_path,
+)
+from recallfs.mount.cli_errors import EXIT_OK, CliError
+from recallfs.query.settings import Settings
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("init", help="create a store")
+    store_args(p, workspace=False, agent=False)
+    p.set_defaults(run=cmd_init)
+
+    p = sub.add_parser("ingest", help="load memories from a file (one transaction; idempotent)")
+    store_args(p)
+    p.add_argument("--format", default="jsonl", choices=["jsonl", "locomo"], help="importer (default jsonl)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    p.add_argument("file", type=Path)
+    p.set_defaults(run=cmd_ingest)
+
+    p = sub.add_parser("reindex", help="rebuild the full-text indexes; re-embed memories with the configured model; "
+                       "rebuild FAISS indexes")
+    store_args(p, workspace=False, agent=False)
+    p.add_argument("--force", action="store_true", help="re-embed every memory, even those already embedded")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    p.set_defaults(run=cmd_reindex)
+
+    p = sub.add_parser("policy", help="read policies: which memories an agent may read in a workspace")
+    psub = p.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
+    q = psub.add_parser("set", help="store the policy of --agent in --workspace (replaces the old one)")
+    store_args(q)
+    q.add_argument("--authors", action="append", default=[],
+                   help="authors it may read, comma-separated; '*' or omitted: all (its own always)")
+    q.add_argument("--visibility", action="append", default=[],
+                   help="visibilities it may read: workspace, private (default workspace)")
+    q.add_argument("--deny-kind", action="append", default=[], help="kinds it may not read")
+    q.add_argument("--deny-tag", action="append", default=[], help="tags it may not read")
+    for name, text in (("show", "print the policy in force for --agent"), ("rm", "remove it (back to default)"),
+                       ("list", "list the stored policies of --workspace")):
+        q = psub.add_parser(name, help=text)
+        store_args(q)
+    p.set_defaults(run=cmd_policy)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    cfg = resolve_settings(args)
+    existed = store_path(cfg).exists()
+    with open_store(cfg, create=True):
+        pass
+    print(f"{'store ready' if existed else 'created store'}: {cfg.store}")
+    return EXIT_OK
+
+
+def _ingest_principal(args: argparse.Namespace, cfg: Settings) -> tuple[str, str, str]:
+    from recallfs.scope.principal import check_name, parse_workspace
+
+    if args.format == "locomo" and not (args.workspace or os.environ.get("RECALLFS_WORKSPACE")):
+        org, ws = "locomo", "unused"  # each conversation names its own workspace
+    else:
+        org, ws = parse_workspace(cfg.workspace)
+    return org, ws, check_name("agent", cfg.agent)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from recallfs.mount import control
+    from recallfs.query.ingest_file import load_file
+
+    cfg = resolve_settings(args)
+    org, ws, agent = _ingest_principal(args, cfg)
+    store_dir_ready(cfg)
+    start_warmup(cfg)  # loads while the file is read and checked
+    records = load_file(args.file, args.format, org=org, workspace=ws, agent=agent)
+    # waits while another command holds the store; None when a mount daemon holds it
+    store = control.open_unless_mounted(cfg.store, lambda: open_store(cfg, create=True))
+    if store is None:
+        return _ingest_via_daemon(args, cfg, org, ws, agent)
+    with store:
+        summary = _ingest_here(args, cfg, store, records)
+    print(_ingested(args.file, summary))
+    return EXIT_OK
+
+
+def _ingest_here(args: argparse.Namespace, cfg: Settings, store: Any, records: list[Any]) -> dict[str, Any]:
+    from recallfs.query.ingest_file import ingest_records
+
+    bar = None
+    progress = None
+    if sys.stderr.isatty() and not args.no_progress and len(records) > 200:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(records), unit="rec", desc="ingest", file=sys.stderr)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(done - bar.n)
+
+    try:
+        return ingest_records(store, records, progress=progress, embedder=embedder_for(cfg)).as_dict()
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _ingest_via_daemon(args: argparse.Namespace, cfg: Settings, org: str, ws: str, agent: str) -> int:
+    """The store is mounted: its daemon runs the same ingest and refreshes the mount's view."""
+    from recallfs.mount import control
+
+    payload = {"op": "ingest", "file": str(args.file.resolve()), "format": args.format, "org": org,
+               "workspace": ws, "agent": agent}
+    reply = control.request(cfg.store, payload)
+    if reply is None:
+        raise CliError("the mount daemon holding the store went away; run the command again")
+    print(_ingested(args.file, reply["report"], " (through the mount daemon)"))
+    return EXIT_OK
+
+
+def _ingested(path: Path, summary: dict[str, Any], how: str = "") -> str:
+    repaired = summary.get("fts_repaired") or []
+    tail = f"; repaired the full-text index of {', '.join(repaired)}" if repaired else ""
+    return (f"ingested {path}: {summary['written']} written ({summary['new_versions']} new versions), "
+            f"{summary['unchanged']} unchanged, into {', '.join(summary['workspaces']) or '-'}{how}{tail}")
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from recallfs.query.embedder import embedder_from_settings
+    from recallfs.query.ingest_file import embed_bar
+    from recallfs.query.vectors import ensure_indexes, reindex
+
+    cfg = resolve_settings(args)
+    store = open_store(cfg)
+    embedder = embedder_from_settings(cfg)
+    with store:
+        print(_reindex_fts(store), flush=True)  # needs no model: done even when the vectors cannot be redone
+        if not embedder.wait_ready():
+            raise CliError(f"cannot reindex: {embedder.problem}")
+        with embed_bar(not args.no_progress) as progress:
+            report = reindex(store, embedder, force=args.force, progress=progress)
+            indexes = ensure_indexes(store)
+    print(f"reindexed {cfg.store}: {report.embedded} memories embedded with {report.model} "
+          f"({report.dim}-d); {indexes} FAISS indexes up to date")
+    if not cfg.semantic:
+        print("note: the semantic arm is off (RECALLFS_SEMANTIC=false); recall will not use these vectors")
+    return EXIT_OK
+
+
+def _reindex_fts(store: Any) -> str:
+    """Rebuild every full-text index; say how many, and which were behind (left so by a stopped ingest)."""
+    from recallfs.query.fts_freshness import rebuild_all_fts
+
+    rebuilt, stale = rebuild_all_fts(store)
+    were = "that was" if len(stale) == 1 else "that were"
+    behind = f"; repaired {len(stale)} {were} behind: " + ", ".join(s.describe() for s in stale) if stale else ""
+    return f"rebuilt {rebuilt} full-text indexes{behind}"
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    from recallfs.query.policies import get_policy, list_policies, remove_policy, set_policy
+    from recallfs.scope.policy import PolicySpec, build_policy
+
+    cfg = resolve_settings(args)
+    principal = principal_from(cfg)
+    action = args.policy_command
+    with open_store(cfg, create=action == "set", read_only=action in ("show", "list")) as store:
+        if action == "set":
+            try:
+                policy = build_policy(PolicySpec(args.authors, args.visibility, args.deny_kind, args.deny_tag))
+            except ValueError as exc:
+                raise CliError(str(exc)) from None
+            set_policy(store, principal, policy)
+            print(f"policy for {principal}: {policy.describe()}")
+        elif action == "show":
+            policy, stored = get_policy(store, principal)
+            print(f"policy for {principal}: {policy.describe()}{'' if stored else ' (default)'}")
+        elif action == "rm":
+            removed = remove_policy(store, principal)
+            print(f"policy for {principal}: {'removed' if removed else 'none stored'}; the default applies")
+        else:
+            for agent, policy in list_policies(store, principal.org, principal.workspace):
+                print(f"{agent}: {policy.describe()}")
+    return EXIT_OK
