@@ -33,6 +33,7 @@ from recallfs.mount.lookups import Lookups
 from recallfs.mount.paths import Kind, Match
 from recallfs.query.catalog import Catalog
 from recallfs.query.readable import Changed, Meta, Readable
+from recallfs.query.settings import Ranking, Settings
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
@@ -47,14 +48,17 @@ class Browser:
         *,
         max_rows: int = 5000,
         mountpoint: str = "",
-        recall_settings: dict[str, Any] | None = None,
+        k: int | None = None,
+        ranking: Ranking | None = None,
         semantic: Any = None,
     ) -> None:
         self.store = store
         self.principal = principal
         self.max_rows = max_rows
         self.mountpoint = mountpoint
-        self.recall_settings = dict(recall_settings or {})
+        defaults = Settings()
+        self.k = defaults.k if k is None else k  # hits per recall directory
+        self.ranking = ranking or defaults.ranking()  # the settings' ranking, as the CLI's recall uses it
         self.semantic = semantic
         self.last_recall_degraded: str | None = None
         self.reader = Catalog(store, principal)
@@ -110,17 +114,14 @@ class Browser:
     def index_bytes(self, cat: Readable | None, status: dict[str, Any]) -> bytes:
         place = Place(self.mountpoint, str(self.store.path), self.principal.workspace_path, self.principal.agent)
         return index_bytes(place, cat.counts() if cat is not None else None, status, max_rows=self.max_rows,
-                           generation=self.store.generation, k=int(self.recall_settings.get("k", 10)),
+                           generation=self.store.generation, k=self.k,
                            last_recall_degraded=self.last_recall_degraded)
 
     def recall(self, query: str) -> RecallSnapshot:
         from recallfs.query.recall import recall
 
-        cfg = self.recall_settings
-        result = recall(self.store, self.principal, query, k=int(cfg.get("k", 10)), semantic=self.semantic,
-                        candidates=int(cfg.get("candidates", 100)), rrf_k=int(cfg.get("rrf_k", 60)),
-                        weights=cfg.get("weights"), stages=cfg.get("stages"),  # from the settings
-                        fusion=str(cfg.get("fusion", "calibrated")))
+        result = recall(self.store, self.principal, query, k=self.k, semantic=self.semantic,
+                        **self.ranking.recall_kwargs())
         self.last_recall_degraded = result.degraded_reason if result.degraded else None
         return recall_files.snapshot(query, result)
 

@@ -78,11 +78,11 @@ def _make_ops(config: MountConfig, store: Any, semantic: Any) -> Any:
 
     cfg = config.settings
     # k, and the ranking settings (weights, stages, rrf_k, candidates) every recall/ directory uses
-    recall_settings = {"k": cfg.k, **cfg.ranking().recall_kwargs()}
+    ranking = cfg.ranking()
 
     def view(principal: Principal, index: int = 0, limiter: Any = None) -> MountOps:
         browser = Browser(store, principal, max_rows=cfg.max_rows, mountpoint=str(config.mountpoint),
-                          recall_settings=recall_settings, semantic=semantic)
+                          k=cfg.k, ranking=ranking, semantic=semantic)
         return MountOps(store, browser, recall_ttl=float(cfg.recall_ttl_s), semantic=semantic,
                         view_index=index, limiter=limiter)
 

@@ -38,7 +38,7 @@ def ops(tmp_path: Path):
     store = GuardedStore(tmp_path / "store.duckdb", create=True)
     ingest(store, tmp_path / "sample.jsonl", SAMPLE)
     browser = Browser(store, Principal("acme", "proj", AGENT), max_rows=1000, mountpoint=str(tmp_path / "mnt"),
-                      recall_settings={"k": 10, "candidates": 100, "rrf_k": 60})
+                      k=10)
     ops = MountOps(store, browser, recall_ttl=5, kernel=False)
     store.loop_thread = threading.get_ident()  # as the daemon does: no DuckDB on this (the trio) thread
     yield ops

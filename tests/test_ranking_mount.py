@@ -43,7 +43,7 @@ def make_ops(tmp_path: Path, records: list, env: dict[str, str] | None = None) -
     ingest(store, tmp_path / "first.jsonl", records)
     cfg = resolve({}, env=env or {})
     browser = Browser(store, ME, max_rows=1000, mountpoint=str(tmp_path / "mnt"),
-                      recall_settings={"k": cfg.k, **cfg.ranking().recall_kwargs()})
+                      k=cfg.k, ranking=cfg.ranking())
     ops = MountOps(store, browser, recall_ttl=5, kernel=False)
     store.loop_thread = threading.get_ident()  # as the daemon does: no DuckDB on the trio thread
     return ops

@@ -120,7 +120,7 @@ def test_a_store_that_cannot_be_reopened_says_so(tmp_path: Path) -> None:
 def ops(tmp_path: Path):
     store = _sample_store(tmp_path, GuardedStore)
     browser = Browser(store, PRINCIPAL, max_rows=1000, mountpoint=str(tmp_path / "mnt"),
-                      recall_settings={"k": 10, "candidates": 100, "rrf_k": 60})
+                      k=10)
     ops = MountOps(store, browser, recall_ttl=5, kernel=False)
     store.loop_thread = threading.get_ident()  # as in the daemon: no DuckDB on the trio thread
     yield ops
