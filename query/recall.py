@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from recallfs.query.derived import LruCache, store_state
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms, score_indexed, search_calibrated
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
+from recallfs.query.rows import Row, load_rows
 from recallfs.query.shaping import EntityCard, apply_stages, entity_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
@@ -32,10 +32,6 @@ ARMS = ("lexical", "semantic", "fused")
 # How the fused arm combines the two: calibrated scores (the default, chosen by the ablation in
 # developer-notes/ranking.md) or reciprocal ranks. Single arms are ordered by their own ranking either way.
 FUSIONS = ("calibrated", "rrf")
-HIT_COLUMNS = (
-    "rid", "id", "version", "kind", "content", "session", "source_id", "source", "created_at", "tags", "refs",
-    "agent", "visibility", "speaker", "seq", "entity", "slot", "title", "caption", "status",
-)
 
 
 class SemanticArm(Protocol):
@@ -348,33 +344,8 @@ def recall(
     return result
 
 
-# Memory rows are append-only (a change is a new row), so a loaded row never goes stale for as long as
-# its Store object is open; fetching a few hundred rows by rid from DuckDB scans every column of the
-# table (about 20 ms at 100k rows), while successive recalls keep meeting the same candidates.
-_ROWS = LruCache(20_000)
-
-
-def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, dict[str, Any]]:
-    token = store_state(store)[0]
-    out: dict[int, dict[str, Any]] = {}
+def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:
+    rows: dict[int, Row] = {}
     for table in MEMORY_TABLES:
-        missing = []
-        for c in cands:
-            if c.table == table:
-                values = _ROWS.get((token, schema, c.rid))
-                if values is None:
-                    missing.append(c.rid)
-                else:  # a fresh dict each time: callers may add to a hit's row
-                    out[c.rid] = dict(zip(HIT_COLUMNS, values, strict=True))
-        if not missing:
-            continue
-        # A literal list of our own integer ids: DuckDB plans it as a filter on rid, about ten times
-        # faster than joining an unnested list parameter.
-        id_list = ", ".join(str(int(rid)) for rid in missing)
-        rows = store.cursor().execute(
-            f"SELECT {', '.join(HIT_COLUMNS)} FROM {schema}.{table} WHERE rid IN ({id_list})"
-        ).fetchall()
-        for values in rows:
-            out[int(values[0])] = dict(zip(HIT_COLUMNS, values, strict=True))
-            _ROWS.put((token, schema, int(values[0])), tuple(values))
-    return out
+        rows.update(load_rows(store, schema, table, [c.rid for c in cands if c.table == table]))
+    return rows
