@@ -18,6 +18,7 @@ from recallfs.query.embedder import Embedder, embedder_from_settings
 from recallfs.query.store import Store
 from recallfs.query.vectors import (
     ModelMismatchError,
+    StoredModel,
     VectorError,
     VectorIndexes,
     mismatch_message,
@@ -116,10 +117,9 @@ class SemanticSearch:
         found = [(rid, score) for rid, score in found if score >= self.min_score]
         if not found:
             return []
-        sample = self.indexes.background(store, schema, stored, where, params)
-        if sample is not None:
-            sims = sample @ qvec
-            mean, sd = float(sims.mean()), max(float(sims.std()), 1e-6)
+        background = self._background(store, schema, stored, where, params, qvec)
+        if background is not None:
+            mean, sd = background
             floor = (mean + (ALONE_MIN_Z if alone else self.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
             found = [(rid, score) for rid, score in found if score >= floor]
         return [SemanticHit(rid, score) for rid, score in found]
@@ -136,12 +136,7 @@ class SemanticSearch:
         if ready is None:
             return {}
         stored, qvec = ready
-        sample = self.indexes.background(store, schema, stored, where, params)
-        if sample is not None:
-            sims = sample @ qvec
-            mean, sd = float(sims.mean()), max(float(sims.std()), 1e-6)
-        else:
-            mean, sd = PRIOR_MEAN, PRIOR_SD
+        mean, sd = self._background(store, schema, stored, where, params, qvec) or (PRIOR_MEAN, PRIOR_SD)
         found = self.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
                                     stored=stored)
         cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
@@ -156,6 +151,17 @@ class SemanticSearch:
             if cosine >= floor and calibrated > 0:
                 out[rid] = calibrated
         return out
+
+    def _background(
+        self, store: Store, schema: str, stored: StoredModel, where: str, params: list[object], qvec: np.ndarray
+    ) -> tuple[float, float] | None:
+        """(mean, sd) of the query's cosine to a sample of the rows this caller may read, or None when
+        they are too few to sample (VectorIndexes.background)."""
+        sample = self.indexes.background(store, schema, stored, where, params)
+        if sample is None:
+            return None
+        sims = sample @ qvec
+        return float(sims.mean()), max(float(sims.std()), 1e-6)
 
     def _query_vector(self, store: Store, schema: str, table: str, query: str) -> tuple[Any, np.ndarray] | None:
         """(stored model, query vector), or None when this table has nothing to search. Embeds first:

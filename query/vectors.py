@@ -398,6 +398,11 @@ class _TableIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if faiss.get_num_gpus() > 0:
             return self._search_gpu(q, allowed, k)
+        return self._search_cpu(q, allowed, k)
+
+    def _search_cpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The flat CPU index, restricted to `allowed` by a selector: exact, whatever the scope's size."""
+        faiss = _faiss()
         # A bitmap over rids: membership is one bit test per vector, and it is built in microseconds.
         packed = rid_bitmap(allowed)
         sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
@@ -430,11 +435,7 @@ class _TableIndex:
             want *= 4
         if mask.sum() < k and want >= gpu_k_max and self.ntotal > gpu_k_max:
             # A narrow scope over a large index: the CPU path with its selector finds the rest.
-            packed = rid_bitmap(allowed)
-            sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
-            s, ids = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))
-            keep = ids[0] >= 0
-            return ids[0][keep].astype(np.int64), s[0][keep]
+            return self._search_cpu(q, allowed, k)
         return rids[mask][:k].astype(np.int64), scores[mask][:k]
 
 
