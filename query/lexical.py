@@ -9,7 +9,6 @@ never reaches SQL as syntax: it is reduced to plain terms, which are bound as pa
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,6 +20,7 @@ from recallfs.query.derived import LruCache, allowed_rids, store_state
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling, lexical_score, term_fraction
+from recallfs.ranking.text import fold
 
 MAX_TERMS = 32  # a 10 kB query is cut to its first distinct terms; BM25 cost grows with each term
 # Letters and digits in any script are kept, so non-ASCII text is indexed rather than dropped.
@@ -28,14 +28,9 @@ FTS_IGNORE = r"(\.|[^\p{L}\p{N}])+"
 _SPLIT = re.compile(r"[^\w]+|_+", re.UNICODE)
 
 
-def fold(text: str) -> str:
-    """Lower-case and strip accents, as the FTS index does (strip_accents=1, lower=1)."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
 def query_terms(text: str) -> list[str]:
-    """Distinct searchable terms, in order: folded, split on non-word characters, stop words out."""
+    """Distinct searchable terms, in order: folded as the FTS index folds (ranking/text.fold), split on
+    non-word characters, stop words out."""
     seen: dict[str, None] = {}
     for token in _SPLIT.split(fold(text)):
         if token and token not in STOPWORDS and token not in seen:
@@ -204,7 +199,7 @@ def _search_fresh(
     limit: int,
 ) -> list[tuple[int, int]]:
     """(rid, number of terms it contains), most first."""
-    # strip_accents(lower(...)) mirrors fold(); each term is a bound LIKE pattern, escaped.
+    # strip_accents(lower(...)) mirrors ranking/text.fold; each term is a bound LIKE pattern, escaped.
     patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
     hits = " + ".join(
         "CASE WHEN strip_accents(lower(m.search_text)) LIKE ? ESCAPE '\\' THEN 1 ELSE 0 END" for _ in patterns
