@@ -307,20 +307,12 @@ def recall(
         cand.session = row["session"]
     fused = ordered(fused)
     config = stages or StageConfig()
-    # The question-turn factor is a prior on calibrated scores, where 0.8 means "matches a fifth less";
-    # on reciprocal ranks (a single arm, or fusion=rrf) the same factor is worth some fifteen ranks.
-    rank_scores = not (arm == "fused" and fusion == "calibrated")
-    question_factor = config.question_weight
-    if rank_scores and question_factor < 1:
-        config = config.replace(question_weight=1.0)
     shaped = timer.run("shaping", lambda: apply_stages(
         cur, schema, fused, config, text=parsed.text, terms=terms, options=opts,
         semantic=semantic if want_semantic and not result.degraded else None, store=store,
-        vector_indexes=getattr(semantic, "indexes", None)))
+        vector_indexes=getattr(semantic, "indexes", None), calibrated=arm == "fused" and fusion == "calibrated"))
     fused = shaped.cands
     notes.extend(shaped.notes)
-    if rank_scores and question_factor < 1:
-        shaped.stages["questions"] = "off (rank-fused scores; the factor applies to calibrated fusion)"
     result.stages = shaped.stages
     timer.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
     if config.entity_first and parsed.text.strip():

@@ -183,6 +183,7 @@ def apply_stages(
     semantic: Any = None,
     store: Store | None = None,
     vector_indexes: Any = None,
+    calibrated: bool = True,
 ) -> Shaped:
     """Gather what the enabled stages need, then run them (ranking.pipeline.shape) over the authorized
     candidates. `semantic` is the arm that ran, or None when it did not (no query embedding then).
@@ -191,7 +192,7 @@ def apply_stages(
     try:
         return _apply_stages(cur, schema, cands, config, text=text, terms=terms, options=options,
                              semantic=semantic, store=store,
-                             vector_indexes=vector_indexes)
+                             vector_indexes=vector_indexes, calibrated=calibrated)
     except Exception as exc:
         log.exception("ranking stages failed")
         return Shaped(cands=ordered(cands), notes=[f"ranking stages failed ({type(exc).__name__}); "
@@ -210,6 +211,7 @@ def _apply_stages(
     semantic: Any,
     store: Store | None,
     vector_indexes: Any,
+    calibrated: bool,
 ) -> Shaped:
     budget = options.budget
     wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
@@ -226,7 +228,7 @@ def _apply_stages(
     if config.rerank and cands:
         qvec, qvec_note = query_vector(semantic, text)
     shaped = shape(cands, config, query=text, terms=terms, query_vector=qvec, vectors=vectors,
-                   recent_half_life_days=options.recent_half_life_days, budget_tokens=budget)
+                   recent_half_life_days=options.recent_half_life_days, budget_tokens=budget, calibrated=calibrated)
     if vector_note:
         # Collapse falls back to exact text on its own; only stages the caller asked for get a note.
         shaped.stages["embeddings"] = vector_note
