@@ -15,6 +15,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from recallfs.query.arms import SemanticArm, SemanticQuery
+from recallfs.query.cursor import Cursor
 from recallfs.query.derived import LruCache, store_state
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
@@ -72,17 +74,17 @@ def load_vectors(
 
 
 def _indexed_vectors(
-    store: Store | None, schema: str, cands: Sequence[Candidate], indexes: Any
+    store: Store, schema: str, cands: Sequence[Candidate], source: SemanticArm | None
 ) -> dict[int, np.ndarray] | None:
     """The candidates' vectors from the semantic arm's in-memory FAISS indexes (they need no model, so
     they serve a lexical-only recall too); None to fall back to DuckDB."""
-    if store is None or indexes is None:
+    if source is None:
         return None
     by_table: dict[str, list[int]] = {}
     for c in cands:
         by_table.setdefault(c.table, []).append(c.rid)
     try:
-        return indexes.stored_vectors(store, schema, by_table)
+        return source.stored_vectors(store, schema, by_table)
     except Exception:  # the DuckDB path gives the same vectors, only slower
         log.warning("reading vectors from the in-memory indexes failed", exc_info=True)
         return None
@@ -155,80 +157,56 @@ def entity_card(
     return EntityCard(name=name, facts=facts, total_facts=total)
 
 
-def query_vector(semantic: Any, text: str) -> tuple[np.ndarray | None, str | None]:
-    """The query's embedding from the semantic arm that just ran: its embedder caches the vector of
-    the query it embedded, so this costs nothing. (None, why) when there is none."""
-    if semantic is None:
+def query_vector(query: SemanticQuery | None) -> tuple[np.ndarray | None, str | None]:
+    """The query's embedding, as the semantic arm's searches computed it (a lookup, not a second
+    embedding). (None, why) when there is none."""
+    if query is None:
         return None, "no query embedding: the semantic arm did not run"
-    embedder = getattr(semantic, "embedder", semantic)
-    fn = getattr(embedder, "embed_query", None)
-    if not callable(fn):
-        return None, "no query embedding: the semantic arm offers none"
     try:
-        vec = fn(text, budget_ms=getattr(semantic, "budget_ms", None))
+        vec = query.vector()
     except Exception as exc:  # a failed embed only turns the reranker off
         return None, f"no query embedding ({type(exc).__name__})"
+    if vec is None:
+        return None, "no query embedding: the semantic arm offers none"
     return np.asarray(vec, dtype=np.float32), None
 
 
-def apply_stages(
-    cur: duckdb.DuckDBPyConnection,
-    schema: str,
-    cands: list[Candidate],
-    config: StageConfig,
-    *,
-    text: str,
-    terms: Sequence[str],
-    options: RecallOptions,
-    semantic: Any = None,
-    store: Store | None = None,
-    vector_indexes: Any = None,
-    calibrated: bool = True,
-) -> Shaped:
+@dataclass(frozen=True, slots=True)
+class StageInputs:
+    """What recall hands the ranking stages besides the authorized candidates."""
+
+    store: Store
+    cur: Cursor
+    schema: str
+    text: str  # the search text (inline options removed)
+    terms: Sequence[str]
+    options: RecallOptions
+    calibrated: bool  # scores from calibrated fusion (False: reciprocal ranks)
+    query: SemanticQuery | None  # the semantic arm's query, when it ran and answered
+    vectors_from: SemanticArm | None  # the arm whose indexes hold stored vectors, ready or not
+
+
+def apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInputs) -> Shaped:
     """Gather what the enabled stages need, then run them (ranking.pipeline.shape) over the authorized
-    candidates. `semantic` is the arm that ran, or None when it did not (no query embedding then).
+    candidates.
 
     Never raises: should a stage fail, the fused order stands and a note says so."""
     try:
-        return _apply_stages(cur, schema, cands, config, text=text, terms=terms, options=options,
-                             semantic=semantic, store=store,
-                             vector_indexes=vector_indexes, calibrated=calibrated)
+        return _apply_stages(cands, config, inputs)
     except Exception as exc:
         log.exception("ranking stages failed")
         return Shaped(cands=ordered(cands), notes=[f"ranking stages failed ({type(exc).__name__}); "
                                                    "hits are in fused order"], stages={"error": str(exc)})
 
 
-def _apply_stages(
-    cur: duckdb.DuckDBPyConnection,
-    schema: str,
-    cands: list[Candidate],
-    config: StageConfig,
-    *,
-    text: str,
-    terms: Sequence[str],
-    options: RecallOptions,
-    semantic: Any,
-    store: Store | None,
-    vector_indexes: Any,
-    calibrated: bool,
-) -> Shaped:
-    budget = options.budget
+def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInputs) -> Shaped:
+    budget = inputs.options.budget
     wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
-    vectors: dict[int, np.ndarray] | None = None
-    vector_note = None
-    if wants_vectors and cands:
-        vectors = _indexed_vectors(store, schema, cands, vector_indexes)
-        if vectors is None and not _vectors_table_exists(cur, store, schema):
-            vector_note = "no stored embeddings in this workspace yet (the stages that need them fell back)"
-        elif vectors is None:
-            vectors, vector_note = load_vectors(cur, schema, [c.rid for c in cands])
-    qvec = None
-    qvec_note = None
-    if config.rerank and cands:
-        qvec, qvec_note = query_vector(semantic, text)
-    shaped = shape(cands, config, query=text, terms=terms, query_vector=qvec, vectors=vectors,
-                   recent_half_life_days=options.recent_half_life_days, budget_tokens=budget, calibrated=calibrated)
+    vectors, vector_note = _candidate_vectors(cands, inputs) if wants_vectors and cands else (None, None)
+    qvec, qvec_note = query_vector(inputs.query) if config.rerank and cands else (None, None)
+    shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
+                   recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
+                   calibrated=inputs.calibrated)
     if vector_note:
         # Collapse falls back to exact text on its own; only stages the caller asked for get a note.
         shaped.stages["embeddings"] = vector_note
@@ -237,3 +215,15 @@ def _apply_stages(
     if qvec_note and not any(qvec_note in n for n in shaped.notes):
         shaped.stages["rerank"] = f"skipped: {qvec_note}"
     return shaped
+
+
+def _candidate_vectors(
+    cands: Sequence[Candidate], inputs: StageInputs
+) -> tuple[dict[int, np.ndarray] | None, str | None]:
+    """(rid -> stored vector, None), from the in-memory indexes or else DuckDB; or (None, why)."""
+    vectors = _indexed_vectors(inputs.store, inputs.schema, cands, inputs.vectors_from)
+    if vectors is not None:
+        return vectors, None
+    if not _vectors_table_exists(inputs.cur, inputs.store, inputs.schema):
+        return None, "no stored embeddings in this workspace yet (the stages that need them fell back)"
+    return load_vectors(inputs.cur, inputs.schema, [c.rid for c in cands])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -628,7 +628,7 @@ class VectorIndexes:
 
     # -- search ------------------------------------------------------------------------------------
     def stored_vectors(
-        self, store: Store, schema: str, by_table: dict[str, list[int]]
+        self, store: Store, schema: str, by_table: Mapping[str, Sequence[int]]
     ) -> dict[int, np.ndarray] | None:
         """The stored embeddings of these (authorized) rows, read from the in-memory indexes rather than
         DuckDB (where fetching a few hundred FLOAT[d] rows scans the whole vectors table). None when the
