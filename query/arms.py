@@ -31,6 +31,14 @@ Scored = dict[str, dict[int, float]]  # `arm:table` -> {rid: calibrated score}
 Ranked = dict[str, list[int]]  # `arm:table` -> rids, best first
 
 
+def _no_scores() -> dict[int, float]:
+    return {}
+
+
+def _no_rids() -> list[int]:
+    return []
+
+
 class SemanticQuery(Protocol):
     """One recall's use of the semantic arm: its searches, and the query vector they computed."""
 
@@ -108,25 +116,27 @@ def calibrated_arms(
     scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace
 ) -> tuple[Scored, dict[int, str]]:
     """Both arms' calibrated scores per table, for ranking.fusion.calibrated; and each rid's table."""
+    store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
     tables: dict[int, str] = {}
-    s = scope
-    scores = _each_table(trace, "lexical", tables, dict, lambda table: search_calibrated(
-        s.store, s.schema, table, terms, where=s.where, params=s.params, limit=s.limit))
-    if semantic is None:
-        return scores, tables
+
+    def lexical(table: str) -> dict[int, float]:
+        return search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit)
 
     def search(table: str) -> dict[int, float]:
+        assert semantic is not None
         also = list(scores[list_key("lexical", table)])
-        return semantic.search_calibrated(s.store, s.schema, table, s.where, s.params, s.limit, also=also)
+        return semantic.search_calibrated(store, schema, table, where, params, limit, also=also)
 
     def score_unseen(table: str, found: dict[int, float]) -> None:
         # The lexical side of rows only the semantic arm found: fusion weighs both arms for every row.
         lex = scores[list_key("lexical", table)]
         unseen = [rid for rid in found if rid not in lex]
-        lex.update(_guarded(trace, "lexical", table, dict, partial(
-            score_indexed, s.store, s.schema, table, terms, unseen)))
+        lex.update(_guarded(trace, "lexical", table, _no_scores,
+                            partial(score_indexed, store, schema, table, terms, unseen)))
 
-    scores.update(_each_table(trace, "semantic", tables, dict, search, then=score_unseen))
+    scores = _each_table(trace, "lexical", tables, _no_scores, lexical)
+    if semantic is not None:
+        scores.update(_each_table(trace, "semantic", tables, _no_scores, search, then=score_unseen))
     return scores, tables
 
 
@@ -134,15 +144,19 @@ def ranked_arms(
     scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace, *, lexical: bool
 ) -> tuple[Ranked, dict[int, str]]:
     """Each asked-for arm's ranked rids per table, for ranking.fusion.rrf; and each rid's table."""
+    store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
     tables: dict[int, str] = {}
-    s = scope
-    lists: Ranked = {}
-    if lexical:
-        lists = _each_table(trace, "lexical", tables, list, lambda table: lexical_search(
-            s.store, s.schema, table, terms, where=s.where, params=s.params, limit=s.limit))
+
+    def lexical_ranked(table: str) -> list[int]:
+        return lexical_search(store, schema, table, terms, where=where, params=params, limit=limit)
+
+    def semantic_ranked(table: str) -> list[int]:
+        assert semantic is not None
+        return semantic.search(store, schema, table, where, params, limit, alone=not lexical)
+
+    lists: Ranked = _each_table(trace, "lexical", tables, _no_rids, lexical_ranked) if lexical else {}
     if semantic is not None:
-        lists.update(_each_table(trace, "semantic", tables, list, lambda table: semantic.search(
-            s.store, s.schema, table, s.where, s.params, s.limit, alone=not lexical)))
+        lists.update(_each_table(trace, "semantic", tables, _no_rids, semantic_ranked))
     return lists, tables
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import duckdb
 import numpy as np
 
+from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
@@ -56,7 +56,7 @@ def scope_clause(
 
 
 def authorize(
-    cur: duckdb.DuckDBPyConnection,
+    cur: Cursor,
     principal: Principal,
     schema: str,
     table: str,

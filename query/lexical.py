@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-import duckdb
 import numpy as np
 
 from recallfs.query.bm25_memory import POSTINGS, Postings, top_k
+from recallfs.query.cursor import Cursor
 from recallfs.query.derived import LruCache, allowed_rids, store_state
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
@@ -44,7 +44,7 @@ def fts_schema(schema: str, table: str) -> str:
     return f"fts_{schema}_{table}"
 
 
-def build_fts(cur: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
+def build_fts(cur: Cursor, schema: str, table: str) -> int:
     """(Re)build one table's index inside the caller's transaction. Returns the rid watermark."""
     row = cur.execute(f"SELECT coalesce(max(rid), 0), count(*) FROM {schema}.{table}").fetchone()
     assert row is not None
@@ -82,17 +82,19 @@ def index_state(store: Store, schema: str, table: str) -> IndexState:
         top = cur.execute(f"SELECT coalesce(max(rid), 0) FROM {schema}.{table}").fetchone()
         return IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
 
-    return _STATE.get_or_compute((str(store.path), *store_state(store), schema, table), compute)
+    state: IndexState = _STATE.get_or_compute((str(store.path), *store_state(store), schema, table), compute)
+    return state
 
 
-def index_stems(cur: duckdb.DuckDBPyConnection, fts: str, text: str) -> list[str]:
+def index_stems(cur: Cursor, fts: str, text: str) -> list[str]:
     """The query's distinct terms as the index holds them: DuckDB's own tokenizer and Porter stemmer,
     so query and documents are cut the same way. Every index is built with the same options."""
     def compute() -> list[str]:
         rows = cur.execute(f"SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t", [text]).fetchall()
         return sorted(str(r[0]) for r in rows if r[0])
 
-    return _STEMS.get_or_compute(text, compute)
+    stems: list[str] = _STEMS.get_or_compute(text, compute)
+    return stems
 
 
 def search(
@@ -185,11 +187,13 @@ def _bm25(
         stems = index_stems(cur, fts, " ".join(terms))
         return postings, postings.score(stems), lexical_ceiling(postings.term_maxima(stems), len(stems))
 
-    return _BM25.get_or_compute((str(store.path), schema, table, state.built_at, tuple(terms)), compute)
+    found: tuple[Postings, np.ndarray, float] = _BM25.get_or_compute(
+        (str(store.path), schema, table, state.built_at, tuple(terms)), compute)
+    return found
 
 
 def _search_fresh(
-    cur: duckdb.DuckDBPyConnection,
+    cur: Cursor,
     schema: str,
     table: str,
     terms: list[str],

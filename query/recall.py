@@ -24,7 +24,7 @@ from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.fusion import calibrated, rrf
-from recallfs.ranking.pipeline import StageConfig
+from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
 
 __all__ = ["ARMS", "FUSIONS", "Hit", "RecallResult", "Request", "SemanticArm", "SemanticQuery", "recall"]
@@ -180,19 +180,14 @@ def recall(
         trace.notes.append(f"workspace {principal.workspace_path} holds no memories")
         return _result(req, principal, trace, t_start)
     scope = _scope(store, principal, schema, req, candidates, trace)
-    handle = semantic.query(req.text) if semantic is not None and req.semantic and not trace.degraded else None
+    handle = _semantic_query(req, semantic, trace)
     fused = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
     authorized, rows = _authorize_and_load(scope, principal, fused, req.options, trace)
     config = stages or StageConfig()
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic)
-    shaped = trace.timed("shaping", partial(apply_stages, authorized, config, inputs))
-    trace.notes.extend(shaped.notes)
-    trace.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
-    entity = None
-    if config.entity_first and req.text.strip():
-        entity = trace.timed("entity", partial(entity_card, scope.cur, schema, req.text, scope.where, scope.params,
-                                               store))
+    shaped = _shape(authorized, config, inputs, trace)
+    entity = _entity(req, scope, trace) if config.entity_first else None
     hits = _page(shaped.cands, rows, req, trace)
     return _result(req, principal, trace, t_start, hits=hits, total=len(shaped.cands), entity=entity,
                    stages=shaped.stages)
@@ -234,6 +229,13 @@ def _scope(store: Store, principal: Principal, schema: str, req: Request, limit:
     return Scope(store, cur, schema, where, params, limit)
 
 
+def _semantic_query(req: Request, semantic: SemanticArm | None, trace: Trace) -> SemanticQuery | None:
+    """The semantic arm's handle for this query, when that arm was asked for and is ready."""
+    if semantic is None or not req.semantic or trace.degraded:
+        return None
+    return semantic.query(req.text)
+
+
 def _fuse(
     req: Request, scope: Scope, semantic: SemanticQuery | None, trace: Trace, *,
     weights: dict[str, float] | None, rrf_k: int,
@@ -270,6 +272,22 @@ def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, R
     for table in MEMORY_TABLES:
         rows.update(load_rows(store, schema, table, [c.rid for c in cands if c.table == table]))
     return rows
+
+
+def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, trace: Trace) -> Shaped:
+    """The ranking stages over the authorized candidates; their notes and times join the trace."""
+    shaped = trace.timed("shaping", partial(apply_stages, cands, config, inputs))
+    trace.notes.extend(shaped.notes)
+    trace.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
+    return shaped
+
+
+def _entity(req: Request, scope: Scope, trace: Trace) -> EntityCard | None:
+    """The card of the entity the query names exactly (query/shaping.entity_card)."""
+    if not req.text.strip():
+        return None
+    return trace.timed("entity", partial(entity_card, scope.cur, scope.schema, req.text, scope.where, scope.params,
+                                         scope.store))
 
 
 def _page(ranked: list[Candidate], rows: dict[int, Row], req: Request, trace: Trace) -> list[Hit]:

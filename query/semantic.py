@@ -209,10 +209,7 @@ class QuerySearch:
         found = arm.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
                                    stored=stored)
         cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
-        extra = [rid for rid in also if rid not in cosines]
-        if extra:
-            vectors = arm.indexes.stored_vectors(store, schema, {table: extra}) or {}
-            cosines.update((rid, float(np.dot(vec, qvec))) for rid, vec in vectors.items())
+        cosines.update(self._cosines(store, schema, table, [rid for rid in also if rid not in cosines], qvec))
         floor = 2.0 * arm.min_score - 1.0  # the cosine floor, back on the -1..1 scale
         out: dict[int, float] = {}
         for rid, cosine in cosines.items():
@@ -220,6 +217,13 @@ class QuerySearch:
             if cosine >= floor and calibrated > 0:
                 out[rid] = calibrated
         return out
+
+    def _cosines(self, store: Store, schema: str, table: str, rids: list[int], qvec: np.ndarray) -> dict[int, float]:
+        """The query's cosine to these rows' stored vectors (rows without one are absent)."""
+        if not rids:
+            return {}
+        vectors = self.arm.indexes.stored_vectors(store, schema, {table: rids}) or {}
+        return {rid: float(np.dot(vec, qvec)) for rid, vec in vectors.items()}
 
     def _ready(self, store: Store, schema: str, table: str) -> tuple[StoredModel, np.ndarray] | None:
         """(stored model, query vector), or None when this table has nothing to search. Embeds first:

@@ -45,7 +45,7 @@ class EntityCard:
 
 
 def load_vectors(
-    cur: duckdb.DuckDBPyConnection, schema: str, rids: Sequence[int]
+    cur: Cursor, schema: str, rids: Sequence[int]
 ) -> tuple[dict[int, np.ndarray] | None, str | None]:
     """Stored embeddings of these (already authorized) rows: (rid -> vector, None), or (None, why).
 
@@ -94,7 +94,7 @@ _ENTITY_NAMES = LruCache(256)
 _HAS_VECTORS = LruCache(1024)
 
 
-def entity_names(cur: duckdb.DuckDBPyConnection, schema: str, store: Store | None = None) -> list[str]:
+def entity_names(cur: Cursor, schema: str, store: Store | None = None) -> list[str]:
     """Every entity named by a fact in the partition. Unscoped, so never shown as such: a name only
     leads to a card through `entity_card`, whose query carries the scope clause. Cached per store
     generation when the store is given."""
@@ -104,10 +104,11 @@ def entity_names(cur: duckdb.DuckDBPyConnection, schema: str, store: Store | Non
 
     if store is None:
         return compute()
-    return _ENTITY_NAMES.get_or_compute((str(store.path), *store_state(store), schema), compute)
+    names: list[str] = _ENTITY_NAMES.get_or_compute((str(store.path), *store_state(store), schema), compute)
+    return names
 
 
-def _vectors_table_exists(cur: duckdb.DuckDBPyConnection, store: Store | None, schema: str) -> bool:
+def _vectors_table_exists(cur: Cursor, store: Store | None, schema: str) -> bool:
     """Asked before reading the table: letting the query fail costs milliseconds in a store of many
     partitions (DuckDB's error lists similar names from the whole catalog)."""
     if store is None:
@@ -117,7 +118,7 @@ def _vectors_table_exists(cur: duckdb.DuckDBPyConnection, store: Store | None, s
 
 
 def entity_card(
-    cur: duckdb.DuckDBPyConnection, schema: str, query_text: str, where: str, params: list[object],
+    cur: Cursor, schema: str, query_text: str, where: str, params: list[object],
     store: Store | None = None,
 ) -> EntityCard | None:
     """The card of the entity the query names exactly, or None: also when none of its facts is
@@ -142,8 +143,9 @@ def entity_card(
         ).fetchall()
         total = len(rows)
         if total == ENTITY_CARD_FACTS:
-            found = cur.execute(f"SELECT count(*) FROM {schema}.facts m WHERE {match}", [*spellings, *params])
-            total = int(found.fetchone()[0])  # type: ignore[index]
+            count = cur.execute(f"SELECT count(*) FROM {schema}.facts m WHERE {match}", [*spellings, *params])
+            row = count.fetchone()  # a count answers one row
+            total = int(row[0]) if row else total
     except duckdb.Error:
         log.exception("entity lookup failed in %s", schema)
         return None
@@ -207,6 +209,14 @@ def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInpu
     shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
                    recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
                    calibrated=inputs.calibrated)
+    _note_fallbacks(shaped, config, budget, vector_note, qvec_note)
+    return shaped
+
+
+def _note_fallbacks(
+    shaped: Shaped, config: StageConfig, budget: int | None, vector_note: str | None, qvec_note: str | None
+) -> None:
+    """Say which stages ran without the embeddings they wanted."""
     if vector_note:
         # Collapse falls back to exact text on its own; only stages the caller asked for get a note.
         shaped.stages["embeddings"] = vector_note
@@ -214,7 +224,6 @@ def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInpu
             shaped.notes.insert(0, vector_note)
     if qvec_note and not any(qvec_note in n for n in shaped.notes):
         shaped.stages["rerank"] = f"skipped: {qvec_note}"
-    return shaped
 
 
 def _candidate_vectors(
