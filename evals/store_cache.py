@@ -32,7 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 STORE_CODE = ("query/**/*.py", "scope/partition.py")
 READ_PATH_MODULES = frozenset({
     "query/recall.py", "query/formats.py", "query/query_syntax.py", "query/gate.py", "query/semantic.py",
-    "query/shaping.py", "query/settings.py", "query/bm25_memory.py", "query/derived.py",
+    "query/shaping.py", "query/settings.py", "query/bm25_memory.py", "query/derived.py", "query/rows.py",
+    "query/arms.py",
 })
 KEEP = 3  # cached stores kept per data set (each LoCoMo store with vectors is ~80 MB)
 

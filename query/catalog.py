@@ -17,14 +17,10 @@ from collections.abc import Iterable, Sequence
 from recallfs.query.gate import scope_clause
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.readable import Changed, Meta, Readable, Row
+from recallfs.query.rows import load_rows
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
-ROW_COLUMNS = (
-    "rid", "id", "version", "kind", "content", "session", "source_id", "source", "created_at", "ingested_at",
-    "tags", "refs", "agent", "visibility", "speaker", "seq", "entity", "slot", "title", "caption", "status",
-    "superseded_by", "supersedes",
-)
 META_COLUMNS = ("rid", "id", "session", "kind", "tags", "entity", "created_at", "seq", "speaker")
 RID_CHUNK = 4000  # rids per statement; keeps the SQL text bounded
 
@@ -92,13 +88,7 @@ class Catalog:
         """Content for the rids `cat` (the gate's answer) allows, in the order of `rids`."""
         allowed = cat.current[table] if current_only else cat.readable[table]
         wanted = [rid for rid in rids if rid in allowed]
-        by_rid: dict[int, Row] = {}
-        cur = self.store.cursor()
-        for rid_list in _rid_lists(wanted):
-            for r in cur.execute(
-                f"SELECT {', '.join(ROW_COLUMNS)} FROM {cat.schema}.{table} WHERE rid IN ({rid_list})"
-            ).fetchall():
-                by_rid[int(r[0])] = {**dict(zip(ROW_COLUMNS, r, strict=True)), "table": table}
+        by_rid = load_rows(self.store, cat.schema, table, wanted, cache=False)
         return [by_rid[rid] for rid in wanted if rid in by_rid]
 
     def load_metas(self, cat: Readable, metas: Sequence[Meta], *, current_only: bool = True) -> list[Row]:

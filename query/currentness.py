@@ -128,26 +128,3 @@ def rebuild_heads(cur: duckdb.DuckDBPyConnection, schema: str) -> None:
         SELECT rid, 'facts' FROM ranked WHERE srn = 1""",
         [gone],
     )
-
-
-def supersession_links(cur: duckdb.DuckDBPyConnection, schema: str) -> dict[str, str]:
-    """old id -> newer id, from both directions of the relation and from shared slots (for history
-    views: every link, whatever the status of the rows)."""
-    links: dict[str, str] = {}
-    for old, new in cur.execute(
-        f"""SELECT supersedes, id FROM {schema}.facts WHERE supersedes IS NOT NULL
-            UNION ALL SELECT id, superseded_by FROM {schema}.facts WHERE superseded_by IS NOT NULL"""
-    ).fetchall():
-        links.setdefault(str(old), str(new))
-    slot_rows = cur.execute(
-        f"""SELECT slot, id FROM (
-                SELECT slot, id, min(created_at) AS first_at, min(rid) AS first_rid
-                FROM {schema}.facts WHERE slot IS NOT NULL GROUP BY slot, id)
-            ORDER BY slot, first_at, first_rid"""
-    ).fetchall()
-    previous: tuple[str, str] | None = None
-    for slot, mem_id in slot_rows:
-        if previous and previous[0] == slot and previous[1] != mem_id:
-            links.setdefault(previous[1], str(mem_id))
-        previous = (str(slot), str(mem_id))
-    return links

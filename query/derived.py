@@ -18,7 +18,7 @@ import numpy as np
 from recallfs.query.caches import LruCache
 from recallfs.query.store import Store
 
-__all__ = ["LruCache", "allowed_rids", "store_state"]  # LruCache: query/caches.py, kept importable here
+__all__ = ["allowed_rids", "store_state"]
 
 _STORE_TOKENS: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
 _NEXT_TOKEN = itertools.count(1)

@@ -7,11 +7,12 @@ with a bug cannot leak a row it should not have returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
-import duckdb
 import numpy as np
 
+from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
@@ -19,6 +20,22 @@ from recallfs.scope.predicate import authorization_predicate
 from recallfs.scope.principal import Principal
 
 AUTHORIZE_CHUNK = 4000  # ids per statement; keeps the SQL text bounded
+
+
+def _kinds(kinds: list[str]) -> tuple[str, list[object]]:
+    return f"m.kind IN ({', '.join('?' for _ in kinds)})", list(kinds)
+
+
+# The recall filters, in clause order: the RecallOptions field, and its SQL over alias `m` with the
+# values it binds. An option that is unset or empty filters nothing.
+FILTERS: tuple[tuple[str, Callable[[Any], tuple[str, list[object]]]], ...] = (
+    ("kinds", _kinds),
+    ("tags", lambda tags: ("list_has_any(m.tags, ?::VARCHAR[])", [list(tags)])),
+    ("session", lambda session: ("m.session = ?", [session])),
+    ("agent", lambda agent: ("m.agent = ?", [agent])),
+    ("since", lambda since: ("m.created_at >= ?", [since])),
+    ("until", lambda until: ("m.created_at <= ?", [until])),
+)
 
 
 def scope_clause(
@@ -29,30 +46,17 @@ def scope_clause(
     clauses = [sql]
     if current_only:
         clauses.append(f"m.rid IN (SELECT rid FROM {schema}.heads)")
-    if options is not None:
-        if options.kinds:
-            clauses.append(f"m.kind IN ({', '.join('?' for _ in options.kinds)})")
-            params.extend(options.kinds)
-        if options.tags:
-            clauses.append("list_has_any(m.tags, ?::VARCHAR[])")
-            params.append(list(options.tags))
-        if options.session:
-            clauses.append("m.session = ?")
-            params.append(options.session)
-        if options.agent:
-            clauses.append("m.agent = ?")
-            params.append(options.agent)
-        if options.since:
-            clauses.append("m.created_at >= ?")
-            params.append(options.since)
-        if options.until:
-            clauses.append("m.created_at <= ?")
-            params.append(options.until)
+    for name, clause in FILTERS:
+        value = getattr(options, name, None)  # no options: no filters
+        if value:
+            where, bound = clause(value)
+            clauses.append(where)
+            params.extend(bound)
     return " AND ".join(clauses), params
 
 
 def authorize(
-    cur: duckdb.DuckDBPyConnection,
+    cur: Cursor,
     principal: Principal,
     schema: str,
     table: str,

@@ -9,18 +9,19 @@ never reaches SQL as syntax: it is reduced to plain terms, which are bound as pa
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
-import duckdb
 import numpy as np
 
 from recallfs.query.bm25_memory import POSTINGS, Postings, top_k
-from recallfs.query.derived import LruCache, allowed_rids, store_state
+from recallfs.query.caches import LruCache
+from recallfs.query.cursor import Cursor
+from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling, lexical_score, term_fraction
+from recallfs.ranking.text import fold
 
 MAX_TERMS = 32  # a 10 kB query is cut to its first distinct terms; BM25 cost grows with each term
 # Letters and digits in any script are kept, so non-ASCII text is indexed rather than dropped.
@@ -28,14 +29,9 @@ FTS_IGNORE = r"(\.|[^\p{L}\p{N}])+"
 _SPLIT = re.compile(r"[^\w]+|_+", re.UNICODE)
 
 
-def fold(text: str) -> str:
-    """Lower-case and strip accents, as the FTS index does (strip_accents=1, lower=1)."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
 def query_terms(text: str) -> list[str]:
-    """Distinct searchable terms, in order: folded, split on non-word characters, stop words out."""
+    """Distinct searchable terms, in order: folded as the FTS index folds (ranking/text.fold), split on
+    non-word characters, stop words out."""
     seen: dict[str, None] = {}
     for token in _SPLIT.split(fold(text)):
         if token and token not in STOPWORDS and token not in seen:
@@ -49,7 +45,7 @@ def fts_schema(schema: str, table: str) -> str:
     return f"fts_{schema}_{table}"
 
 
-def build_fts(cur: duckdb.DuckDBPyConnection, schema: str, table: str) -> int:
+def build_fts(cur: Cursor, schema: str, table: str) -> int:
     """(Re)build one table's index inside the caller's transaction. Returns the rid watermark."""
     row = cur.execute(f"SELECT coalesce(max(rid), 0), count(*) FROM {schema}.{table}").fetchone()
     assert row is not None
@@ -87,17 +83,19 @@ def index_state(store: Store, schema: str, table: str) -> IndexState:
         top = cur.execute(f"SELECT coalesce(max(rid), 0) FROM {schema}.{table}").fetchone()
         return IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
 
-    return _STATE.get_or_compute((str(store.path), *store_state(store), schema, table), compute)
+    state: IndexState = _STATE.get_or_compute((str(store.path), *store_state(store), schema, table), compute)
+    return state
 
 
-def index_stems(cur: duckdb.DuckDBPyConnection, fts: str, text: str) -> list[str]:
+def index_stems(cur: Cursor, fts: str, text: str) -> list[str]:
     """The query's distinct terms as the index holds them: DuckDB's own tokenizer and Porter stemmer,
     so query and documents are cut the same way. Every index is built with the same options."""
     def compute() -> list[str]:
         rows = cur.execute(f"SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t", [text]).fetchall()
         return sorted(str(r[0]) for r in rows if r[0])
 
-    return _STEMS.get_or_compute(text, compute)
+    stems: list[str] = _STEMS.get_or_compute(text, compute)
+    return stems
 
 
 def search(
@@ -190,11 +188,13 @@ def _bm25(
         stems = index_stems(cur, fts, " ".join(terms))
         return postings, postings.score(stems), lexical_ceiling(postings.term_maxima(stems), len(stems))
 
-    return _BM25.get_or_compute((str(store.path), schema, table, state.built_at, tuple(terms)), compute)
+    found: tuple[Postings, np.ndarray, float] = _BM25.get_or_compute(
+        (str(store.path), schema, table, state.built_at, tuple(terms)), compute)
+    return found
 
 
 def _search_fresh(
-    cur: duckdb.DuckDBPyConnection,
+    cur: Cursor,
     schema: str,
     table: str,
     terms: list[str],
@@ -204,7 +204,7 @@ def _search_fresh(
     limit: int,
 ) -> list[tuple[int, int]]:
     """(rid, number of terms it contains), most first."""
-    # strip_accents(lower(...)) mirrors fold(); each term is a bound LIKE pattern, escaped.
+    # strip_accents(lower(...)) mirrors ranking/text.fold; each term is a bound LIKE pattern, escaped.
     patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
     hits = " + ".join(
         "CASE WHEN strip_accents(lower(m.search_text)) LIKE ? ESCAPE '\\' THEN 1 ELSE 0 END" for _ in patterns

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-Row = dict[str, Any]  # one memory version: the catalog's ROW_COLUMNS plus "table"
+Row = dict[str, Any]  # one memory version: query/rows.py ROW_COLUMNS plus "table"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,64 +1,38 @@
-"""recall(): parse -> arms (ids only) -> fusion -> authorize -> load -> order -> page.
+"""recall(): parse -> arms (ids only) -> fuse -> authorize and load -> stages -> page.
 
-Each arm is guarded on its own: an arm that fails is empty, and recall never throws for it.
+Each step is a function with a typed hand-off: a Request, the fused Candidates, the authorized
+candidates with their rows, the shaped candidates, the page of Hits. Each arm is guarded on its own
+(query/arms.py): an arm that fails is empty, and recall never throws for it.
 """
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from functools import partial
+from typing import Any
 
-from recallfs.query.derived import LruCache, store_state
+from recallfs.query.arms import Scope, SemanticArm, SemanticQuery, Trace, calibrated_arms, ranked_arms
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import authorize_in_store, scope_clause
-from recallfs.query.lexical import query_terms, score_indexed, search_calibrated
-from recallfs.query.lexical import search as lexical_search
+from recallfs.query.lexical import query_terms
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
-from recallfs.query.shaping import EntityCard, apply_stages, entity_card
+from recallfs.query.rows import Row, load_rows
+from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.fusion import calibrated, list_key, rrf
-from recallfs.ranking.pipeline import StageConfig
+from recallfs.ranking.fusion import calibrated, rrf
+from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
 
-log = logging.getLogger("recallfs.recall")
+__all__ = ["ARMS", "FUSIONS", "Hit", "RecallResult", "Request", "SemanticArm", "SemanticQuery", "recall"]
 
 ARMS = ("lexical", "semantic", "fused")
 # How the fused arm combines the two: calibrated scores (the default, chosen by the ablation in
 # developer-notes/ranking.md) or reciprocal ranks. Single arms are ordered by their own ranking either way.
 FUSIONS = ("calibrated", "rrf")
-HIT_COLUMNS = (
-    "rid", "id", "version", "kind", "content", "session", "source_id", "source", "created_at", "tags", "refs",
-    "agent", "visibility", "speaker", "seq", "entity", "slot", "title", "caption", "status",
-)
-
-
-class SemanticArm(Protocol):
-    """What recall needs from the semantic arm (query/semantic.py provides it)."""
-
-    def availability(self) -> tuple[bool, str | None]:
-        """(ready, degraded_reason)."""
-        ...
-
-    def search(
-        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
-        *, alone: bool = False,
-    ) -> list[int]:
-        """Ranked rids; raises on failure (recall contains it). `alone`: no lexical arm runs beside it
-        (the arm may then keep weaker neighbours than it would offer to fusion)."""
-        ...
-
-    def search_calibrated(
-        self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
-        *, also: Sequence[int] = (),
-    ) -> dict[int, float]:
-        """{rid: calibrated score in 0..1} of its own hits and of `also` (rows another arm found)."""
-        ...
 
 
 @dataclass(slots=True)
@@ -148,16 +122,32 @@ class RecallResult:
         }
 
 
-class _Timer:
-    def __init__(self) -> None:
-        self.timings: dict[str, float] = {}
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What was asked, parsed: the query as searched and the options merged (inline options win)."""
 
-    def run(self, name: str, fn: Callable[[], Any]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return fn()
-        finally:
-            self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - t0) * 1000
+    query: str  # the query, well-formed
+    text: str  # the search text: inline options removed
+    terms: list[str]  # its searchable words, for the lexical arm
+    options: RecallOptions
+    errors: list[str]  # inline options that were dropped, and why
+    k: int
+    offset: int
+    arm: str
+    fusion: str
+
+    @property
+    def lexical(self) -> bool:
+        return self.arm in ("lexical", "fused")
+
+    @property
+    def semantic(self) -> bool:
+        return self.arm in ("semantic", "fused")
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether scores are calibrated (fused by calibrated fusion) rather than reciprocal ranks."""
+        return self.arm == "fused" and self.fusion == "calibrated"
 
 
 def recall(
@@ -181,200 +171,149 @@ def recall(
     DEFAULT_WEIGHTS for calibrated, RANK_WEIGHTS for rank fusion and single arms; {}: equal).
     `stages`: which shaping stages run (None: the shipped defaults, see ranking.pipeline.StageConfig).
     `fusion`: how the fused arm combines its arms (FUSIONS)."""
+    t_start = time.perf_counter()
+    req = parse(query, arm=arm, fusion=fusion, options=options, k=k, offset=offset, now=now)
+    trace = Trace(notes=list(req.errors))
+    trace.degraded, trace.degraded_reason = semantic_state(arm, semantic)
+    schema = store.schema_for(principal)
+    if schema is None:
+        trace.notes.append(f"workspace {principal.workspace_path} holds no memories")
+        return _result(req, principal, trace, t_start)
+    scope = _scope(store, principal, schema, req, candidates, trace)
+    handle = _semantic_query(req, semantic, trace)
+    fused = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
+    authorized, rows = _authorize_and_load(scope, principal, fused, req.options, trace)
+    config = stages or StageConfig()
+    inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
+                         query=None if trace.degraded else handle, vectors_from=semantic)
+    shaped = _shape(authorized, config, inputs, trace)
+    entity = _entity(req, scope, trace) if config.entity_first else None
+    hits = _page(shaped.cands, rows, req, trace)
+    return _result(req, principal, trace, t_start, hits=hits, total=len(shaped.cands), entity=entity,
+                   stages=shaped.stages)
+
+
+def parse(
+    query: str, *, arm: str, fusion: str, options: RecallOptions | None, k: int, offset: int, now: datetime | None
+) -> Request:
+    """The query's inline options over the caller's; raises ValueError for an unknown arm or fusion."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {', '.join(ARMS)}")
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
-    timer = _Timer()
-    t_start = time.perf_counter()
     query = well_formed(query)
     parsed = parse_query(query, now=now)
     opts = (options or RecallOptions()).merged(parsed.options)
-    k = opts.k or k
-    offset = opts.offset if opts.offset is not None else offset
-    notes = list(parsed.errors)
-    result = RecallResult(
-        query=query, search_text=parsed.text, workspace=principal.workspace_path, agent=principal.agent,
-        arm=arm, hits=[], degraded=True, degraded_reason="off", total_candidates=0, offset=offset, k=k,
-        notes=notes,
-    )
+    return Request(query=query, text=parsed.text, terms=query_terms(parsed.text), options=opts,
+                   errors=list(parsed.errors), k=opts.k or k, offset=opts.offset if opts.offset is not None else offset,
+                   arm=arm, fusion=fusion)
 
-    want_semantic = arm in ("semantic", "fused")
-    if want_semantic and semantic is not None:
-        ready, reason = semantic.availability()
-        result.degraded, result.degraded_reason = (not ready), reason
-    elif want_semantic:
-        result.degraded_reason = "off"
-    if arm == "lexical":
-        # Lexical-only was asked for: the semantic arm is off by request.
-        result.degraded, result.degraded_reason = True, "off"
 
-    schema = store.schema_for(principal)
-    if schema is None:
-        notes.append(f"workspace {principal.workspace_path} holds no memories")
-        result.timings_ms = {"total": (time.perf_counter() - t_start) * 1000}
-        return result
+def semantic_state(arm: str, semantic: SemanticArm | None) -> tuple[bool, str | None]:
+    """(degraded, degraded_reason) before any search runs."""
+    if arm == "lexical" or semantic is None:
+        return True, "off"  # lexical-only was asked for, or there is no semantic arm
+    ready, reason = semantic.availability()
+    return not ready, reason
 
+
+def _scope(store: Store, principal: Principal, schema: str, req: Request, limit: int, trace: Trace) -> Scope:
+    """Where the arms search, with a note when the lexical arm will see less than it should."""
     cur = store.cursor()
-    behind = behind_note(store, schema) if arm in ("lexical", "fused") else None
+    behind = behind_note(store, schema) if req.lexical else None
     if behind:
-        notes.append(behind)
-    where, params = scope_clause(principal, schema, opts)
-    terms = query_terms(parsed.text)
-    lists: dict[str, list[int]] = {}
-    tables: dict[int, str] = {}
+        trace.notes.append(behind)
+    where, params = scope_clause(principal, schema, req.options)
+    if not req.terms and req.lexical:
+        trace.notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
+    return Scope(store, cur, schema, where, params, limit)
 
-    if not terms and arm in ("lexical", "fused"):
-        notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
-    want_lexical = arm in ("lexical", "fused")
-    run_semantic = want_semantic and semantic is not None and not result.degraded and bool(parsed.text.strip())
 
-    def lexical_arm(table: str, fn: Callable[[], Any], empty: Any) -> Any:
-        try:
-            return timer.run("lexical", fn)
-        except Exception as exc:  # an arm failure empties that arm only
-            log.exception("lexical arm failed on %s", table)
-            notes.append(f"lexical arm failed on {table}: {type(exc).__name__}")
-            return empty
+def _semantic_query(req: Request, semantic: SemanticArm | None, trace: Trace) -> SemanticQuery | None:
+    """The semantic arm's handle for this query, when that arm was asked for and is ready."""
+    if semantic is None or not req.semantic or trace.degraded:
+        return None
+    return semantic.query(req.text)
 
-    def semantic_arm(table: str, fn: Callable[[], Any], empty: Any) -> Any:
-        try:
-            return timer.run("semantic", fn)
-        except TimeoutError as exc:
-            result.degraded, result.degraded_reason = True, "timeout"
-            notes.append(f"semantic arm: {exc}; answered from the lexical arm")
-        except Exception as exc:
-            log.exception("semantic arm failed on %s", table)
-            result.degraded, result.degraded_reason = True, "error"
-            notes.append(f"semantic arm failed on {table}: {exc or type(exc).__name__}")
-        return empty
 
-    if arm == "fused" and fusion == "calibrated":
-        scores: dict[str, dict[int, float]] = {}
-        for table in MEMORY_TABLES:
-            found = lexical_arm(table, lambda table=table: search_calibrated(
-                store, schema, table, terms, where=where, params=params, limit=candidates), {})
-            scores[list_key("lexical", table)] = found
-            tables.update((rid, table) for rid in found)
-        if run_semantic:
-            assert semantic is not None
-            for table in MEMORY_TABLES:
-                if result.degraded:
-                    break  # one failure degrades the arm: the other tables would only fail or wait again
-                lex = scores[list_key("lexical", table)]
-                found = semantic_arm(table, lambda table=table, lex=lex: semantic.search_calibrated(
-                    store, schema, table, parsed.text, where, params, candidates, also=list(lex)), {})
-                scores[list_key("semantic", table)] = found
-                tables.update((rid, table) for rid in found)
-                # The lexical side of rows only the semantic arm found: fusion weighs both arms for every row.
-                unseen = [rid for rid in found if rid not in lex]
-                lex.update(lexical_arm(table, lambda table=table, unseen=unseen: score_indexed(
-                    store, schema, table, terms, unseen), {}))
-            if result.degraded:  # all or nothing: a degraded answer carries no semantic scores
-                for table in MEMORY_TABLES:
-                    scores.pop(list_key("semantic", table), None)
-        fused: list[Candidate] = timer.run("fusion", lambda: calibrated(scores, tables, weights=weights))
-    else:
-        if want_lexical:
-            for table in MEMORY_TABLES:
-                rids = lexical_arm(table, lambda table=table: lexical_search(
-                    store, schema, table, terms, where=where, params=params, limit=candidates), [])
-                lists[list_key("lexical", table)] = rids
-                tables.update((rid, table) for rid in rids)
-        if run_semantic:
-            assert semantic is not None
-            for table in MEMORY_TABLES:
-                if result.degraded:
-                    break
-                rids = semantic_arm(table, lambda table=table: semantic.search(
-                    store, schema, table, parsed.text, where, params, candidates, alone=arm == "semantic"), [])
-                lists[list_key("semantic", table)] = rids
-                tables.update((rid, table) for rid in rids)
-            if result.degraded:
-                for table in MEMORY_TABLES:
-                    lists.pop(list_key("semantic", table), None)
-        fused = timer.run("fusion", lambda: rrf(lists, tables, weights=weights, k=rrf_k))
+def _fuse(
+    req: Request, scope: Scope, semantic: SemanticQuery | None, trace: Trace, *,
+    weights: dict[str, float] | None, rrf_k: int,
+) -> list[Candidate]:
+    """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run."""
+    if req.calibrated:
+        scores, tables = calibrated_arms(scope, req.terms, semantic, trace)
+        return trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
+    lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=req.lexical)
+    return trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
 
-    # The gate: nothing is loaded for an id the principal may not read.
+
+def _authorize_and_load(
+    scope: Scope, principal: Principal, fused: list[Candidate], options: RecallOptions, trace: Trace
+) -> tuple[list[Candidate], dict[int, Row]]:
+    """The gate, then the rows: nothing is loaded for an id the principal may not read. Returns the
+    readable candidates, filled from their rows for the stages, in order; and the rows by rid."""
     allowed: set[int] = set()
     for table in MEMORY_TABLES:
         ids = [c.rid for c in fused if c.table == table]
-        allowed |= timer.run("authorize", lambda ids=ids, table=table: authorize_in_store(
-            store, principal, schema, table, ids, opts))
-    fused = [c for c in fused if c.rid in allowed]
-    rows = timer.run("load", lambda: _load_rows(store, schema, fused))
-    for cand in fused:
+        allowed |= trace.timed("authorize", partial(
+            authorize_in_store, scope.store, principal, scope.schema, table, ids, options))
+    readable = [c for c in fused if c.rid in allowed]
+    rows = trace.timed("load", partial(_load_rows, scope.store, scope.schema, readable))
+    for cand in readable:
         row = rows[cand.rid]
-        cand.created_at = row["created_at"]
-        cand.id = row["id"]
+        cand.created_at, cand.id, cand.session = row["created_at"], row["id"], row["session"]
         cand.content, cand.kind, cand.tags = row["content"], row["kind"], tuple(row["tags"] or ())
-        cand.session = row["session"]
-    fused = ordered(fused)
-    config = stages or StageConfig()
-    # The question-turn factor is a prior on calibrated scores, where 0.8 means "matches a fifth less";
-    # on reciprocal ranks (a single arm, or fusion=rrf) the same factor is worth some fifteen ranks.
-    rank_scores = not (arm == "fused" and fusion == "calibrated")
-    question_factor = config.question_weight
-    if rank_scores and question_factor < 1:
-        config = config.replace(question_weight=1.0)
-    shaped = timer.run("shaping", lambda: apply_stages(
-        cur, schema, fused, config, text=parsed.text, terms=terms, options=opts,
-        semantic=semantic if want_semantic and not result.degraded else None, store=store,
-        vector_indexes=getattr(semantic, "indexes", None)))
-    fused = shaped.cands
-    notes.extend(shaped.notes)
-    if rank_scores and question_factor < 1:
-        shaped.stages["questions"] = "off (rank-fused scores; the factor applies to calibrated fusion)"
-    result.stages = shaped.stages
-    timer.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
-    if config.entity_first and parsed.text.strip():
-        result.entity = timer.run("entity", lambda: entity_card(cur, schema, parsed.text, where, params, store))
+    return ordered(readable), rows
 
-    result.total_candidates = len(fused)
-    page = fused[offset: offset + k]
-    result.hits = [
-        Hit(rank=offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score,
-            arms=sorted(c.arms), ranks=dict(c.ranks), row=rows[c.rid],
-            also=[{"id": rows[r]["id"], "table": tables[r], "source_id": rows[r]["source_id"]}
+
+def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:
+    rows: dict[int, Row] = {}
+    for table in MEMORY_TABLES:
+        rows.update(load_rows(store, schema, table, [c.rid for c in cands if c.table == table]))
+    return rows
+
+
+def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, trace: Trace) -> Shaped:
+    """The ranking stages over the authorized candidates; their notes and times join the trace."""
+    shaped = trace.timed("shaping", partial(apply_stages, cands, config, inputs))
+    trace.notes.extend(shaped.notes)
+    trace.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
+    return shaped
+
+
+def _entity(req: Request, scope: Scope, trace: Trace) -> EntityCard | None:
+    """The card of the entity the query names exactly (query/shaping.entity_card)."""
+    if not req.text.strip():
+        return None
+    return trace.timed("entity", partial(entity_card, scope.cur, scope.schema, req.text, scope.where, scope.params,
+                                         scope.store))
+
+
+def _page(ranked: list[Candidate], rows: dict[int, Row], req: Request, trace: Trace) -> list[Hit]:
+    """The requested page of the ranked candidates, as hits (with a note when there is none)."""
+    page = ranked[req.offset: req.offset + req.k]
+    if not ranked:
+        trace.notes.append("no memory matched the query")
+    elif not page:
+        trace.notes.append(f"offset {req.offset} is past the last of {len(ranked)} hits")
+    return [
+        Hit(rank=req.offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score, arms=sorted(c.arms),
+            ranks=dict(c.ranks), row=rows[c.rid],
+            also=[{"id": rows[r]["id"], "table": rows[r]["table"], "source_id": rows[r]["source_id"]}
                   for r in c.merged if r in rows])
         for i, c in enumerate(page)
     ]
-    if not fused:
-        notes.append("no memory matched the query")
-    elif not page:
-        notes.append(f"offset {offset} is past the last of {len(fused)} hits")
-    result.timings_ms = dict(timer.timings)
-    result.timings_ms["total"] = (time.perf_counter() - t_start) * 1000
-    return result
 
 
-# Memory rows are append-only (a change is a new row), so a loaded row never goes stale for as long as
-# its Store object is open; fetching a few hundred rows by rid from DuckDB scans every column of the
-# table (about 20 ms at 100k rows), while successive recalls keep meeting the same candidates.
-_ROWS = LruCache(20_000)
-
-
-def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, dict[str, Any]]:
-    token = store_state(store)[0]
-    out: dict[int, dict[str, Any]] = {}
-    for table in MEMORY_TABLES:
-        missing = []
-        for c in cands:
-            if c.table == table:
-                values = _ROWS.get((token, schema, c.rid))
-                if values is None:
-                    missing.append(c.rid)
-                else:  # a fresh dict each time: callers may add to a hit's row
-                    out[c.rid] = dict(zip(HIT_COLUMNS, values, strict=True))
-        if not missing:
-            continue
-        # A literal list of our own integer ids: DuckDB plans it as a filter on rid, about ten times
-        # faster than joining an unnested list parameter.
-        id_list = ", ".join(str(int(rid)) for rid in missing)
-        rows = store.cursor().execute(
-            f"SELECT {', '.join(HIT_COLUMNS)} FROM {schema}.{table} WHERE rid IN ({id_list})"
-        ).fetchall()
-        for values in rows:
-            out[int(values[0])] = dict(zip(HIT_COLUMNS, values, strict=True))
-            _ROWS.put((token, schema, int(values[0])), tuple(values))
-    return out
+def _result(
+    req: Request, principal: Principal, trace: Trace, t_start: float, *, hits: list[Hit] | None = None,
+    total: int = 0, entity: EntityCard | None = None, stages: dict[str, str] | None = None,
+) -> RecallResult:
+    timings = {**trace.timings, "total": (time.perf_counter() - t_start) * 1000}
+    return RecallResult(
+        query=req.query, search_text=req.text, workspace=principal.workspace_path, agent=principal.agent,
+        arm=req.arm, hits=hits or [], degraded=trace.degraded, degraded_reason=trace.degraded_reason,
+        total_candidates=total, offset=req.offset, k=req.k, timings_ms=timings, notes=trace.notes, entity=entity,
+        stages=stages or {},
+    )

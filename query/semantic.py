@@ -8,9 +8,8 @@ model is still loading), `model-missing`, `timeout` (the query embedding overran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from recallfs.query.settings import Settings
 from recallfs.query.store import Store
 from recallfs.query.vectors import (
     ModelMismatchError,
+    StoredModel,
     VectorError,
     VectorIndexes,
     mismatch_message,
@@ -51,7 +51,7 @@ class SemanticHit:
 
 
 class SemanticSearch:
-    """Implements recall's SemanticArm protocol."""
+    """The semantic arm (query/arms.SemanticArm): one per process, shared by every recall."""
 
     def __init__(
         self,
@@ -81,11 +81,20 @@ class SemanticSearch:
             embedder.start_warmup()
         return cls(embedder, budget_ms=float(cfg.embed_timeout_ms))
 
-    # -- the protocol --------------------------------------------------------------------------------
+    # -- the protocol (query/arms.SemanticArm) ---------------------------------------------------------
     def availability(self) -> tuple[bool, str | None]:
         if not self.enabled or self.embedder is None:
             return False, "off"
         return self.embedder.availability()
+
+    def query(self, text: str) -> QuerySearch:
+        return QuerySearch(self, text)
+
+    def stored_vectors(
+        self, store: Store, schema: str, by_table: Mapping[str, Sequence[int]]
+    ) -> dict[int, np.ndarray] | None:
+        """From the in-memory FAISS indexes: they need no model, so they serve a lexical recall too."""
+        return self.indexes.stored_vectors(store, schema, by_table)
 
     def stuck_for_s(self) -> float:
         """How long the model has been loading past its load timeout (0 when it is not stuck)."""
@@ -94,88 +103,38 @@ class SemanticSearch:
         loading = self.embedder.loading_for_s()
         return loading if loading > self.embedder.load_timeout_s else 0.0
 
+    # -- one query text per call (QuerySearch's searches) --------------------------------------------------
     def search(
         self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
         *, alone: bool = False,
     ) -> list[int]:
-        return [h.rid for h in self.search_scored(store, schema, table, query, where, params, limit, alone=alone)]
+        return self.query(query).search(store, schema, table, where, params, limit, alone=alone)
 
-    # -- with scores -----------------------------------------------------------------------------------
     def search_scored(
         self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
         *, alone: bool = False,
     ) -> list[SemanticHit]:
-        """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (the
-        looser standout floor applies). Raises TimeoutError when the query embedding overruns the
-        budget, VectorError when the stored vectors do not fit the model."""
-        ready = self._query_vector(store, schema, table, query)
-        if ready is None:
-            return []
-        stored, qvec = ready
-        found = self.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
-                                    stored=stored)
-        found = [(rid, score) for rid, score in found if score >= self.min_score]
-        if not found:
-            return []
-        sample = self.indexes.background(store, schema, stored, where, params)
-        if sample is not None:
-            sims = sample @ qvec
-            mean, sd = float(sims.mean()), max(float(sims.std()), 1e-6)
-            floor = (mean + (ALONE_MIN_Z if alone else self.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
-            found = [(rid, score) for rid, score in found if score >= floor]
-        return [SemanticHit(rid, score) for rid, score in found]
+        return self.query(query).search_scored(store, schema, table, where, params, limit, alone=alone)
 
     def search_calibrated(
         self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
         *, also: Sequence[int] = (),
     ) -> dict[int, float]:
-        """For calibrated fusion: {rid: score in 0..1} (ranking/calibration.semantic_score) of the nearest
-        `limit` readable rows that clear the cosine floor and stand out from the background at all
-        (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
-        already authorized) that clear it. Raises as search_scored() does."""
-        ready = self._query_vector(store, schema, table, query)
-        if ready is None:
-            return {}
-        stored, qvec = ready
+        return self.query(query).search_calibrated(store, schema, table, where, params, limit, also=also)
+
+    # -- what every search of a query uses -------------------------------------------------------------
+    def background(
+        self, store: Store, schema: str, stored: StoredModel, where: str, params: list[object], qvec: np.ndarray
+    ) -> tuple[float, float] | None:
+        """(mean, sd) of the query's cosine to a sample of the rows this caller may read, or None when
+        they are too few to sample (VectorIndexes.background)."""
         sample = self.indexes.background(store, schema, stored, where, params)
-        if sample is not None:
-            sims = sample @ qvec
-            mean, sd = float(sims.mean()), max(float(sims.std()), 1e-6)
-        else:
-            mean, sd = PRIOR_MEAN, PRIOR_SD
-        found = self.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
-                                    stored=stored)
-        cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
-        extra = [rid for rid in also if rid not in cosines]
-        if extra:
-            vectors = self.indexes.stored_vectors(store, schema, {table: extra}) or {}
-            cosines.update((rid, float(np.dot(vec, qvec))) for rid, vec in vectors.items())
-        floor = 2.0 * self.min_score - 1.0  # the cosine floor, back on the -1..1 scale
-        out: dict[int, float] = {}
-        for rid, cosine in cosines.items():
-            calibrated = semantic_score(similarity_z(cosine, mean, sd))
-            if cosine >= floor and calibrated > 0:
-                out[rid] = calibrated
-        return out
+        if sample is None:
+            return None
+        sims = sample @ qvec
+        return float(sims.mean()), max(float(sims.std()), 1e-6)
 
-    def _query_vector(self, store: Store, schema: str, table: str, query: str) -> tuple[Any, np.ndarray] | None:
-        """(stored model, query vector), or None when this table has nothing to search. Embeds first:
-        it is the part that can time out, and it tells us the model's identity."""
-        if not self.enabled or self.embedder is None:
-            return None
-        stored = self.indexes.stored(store)
-        if stored is None:
-            self._require_vectors(store, schema, table)
-            return None
-        qvec = self.embedder.embed_query(query, budget_ms=self.budget_ms)
-        if stored.model != self.embedder.model_id or stored.dim != len(qvec):
-            raise ModelMismatchError(mismatch_message(stored, self.embedder.model_id, len(qvec)))
-        if self.indexes.index_for(store, schema, table, stored).ntotal == 0:
-            self._require_vectors(store, schema, table)
-            return None
-        return stored, qvec
-
-    def _require_vectors(self, store: Store, schema: str, table: str) -> None:
+    def require_vectors(self, store: Store, schema: str, table: str) -> None:
         """A table with memories but not one vector is not searchable: say so rather than answer
         `degraded: false` with nothing found."""
         if store.table_counts(schema).get(table, 0):
@@ -184,3 +143,103 @@ class SemanticSearch:
                 f"the {table} of this workspace have no vectors yet (stored before embeddings, or with the "
                 f"semantic arm off or its model missing): run `recallfs reindex` to embed them with {model}"
             )
+
+
+class QuerySearch:
+    """One recall's searches for one query text (query/arms.SemanticQuery). The first search that needs
+    the query's embedding computes it under the arm's budget, and the handle keeps it for the other
+    tables and for the ranking stages."""
+
+    __slots__ = ("_vector", "arm", "text")
+
+    def __init__(self, arm: SemanticSearch, text: str) -> None:
+        self.arm = arm
+        self.text = text
+        self._vector: np.ndarray | None = None
+
+    def vector(self) -> np.ndarray | None:
+        if self._vector is None and self.arm.embedder is not None:
+            self._vector = self.arm.embedder.embed_query(self.text, budget_ms=self.arm.budget_ms)
+        return self._vector
+
+    def search(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
+    ) -> list[int]:
+        return [h.rid for h in self.search_scored(store, schema, table, where, params, limit, alone=alone)]
+
+    def search_scored(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
+    ) -> list[SemanticHit]:
+        """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (the
+        looser standout floor applies). Raises TimeoutError when the query embedding overruns the
+        budget, VectorError when the stored vectors do not fit the model."""
+        ready = self._ready(store, schema, table)
+        if ready is None:
+            return []
+        stored, qvec = ready
+        arm = self.arm
+        found = arm.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
+                                   stored=stored)
+        found = [(rid, score) for rid, score in found if score >= arm.min_score]
+        if not found:
+            return []
+        background = arm.background(store, schema, stored, where, params, qvec)
+        if background is not None:
+            mean, sd = background
+            floor = (mean + (ALONE_MIN_Z if alone else arm.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
+            found = [(rid, score) for rid, score in found if score >= floor]
+        return [SemanticHit(rid, score) for rid, score in found]
+
+    def search_calibrated(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, also: Sequence[int] = (),
+    ) -> dict[int, float]:
+        """For calibrated fusion: {rid: score in 0..1} (ranking/calibration.semantic_score) of the nearest
+        `limit` readable rows that clear the cosine floor and stand out from the background at all
+        (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
+        already authorized) that clear it. Raises as search_scored() does."""
+        ready = self._ready(store, schema, table)
+        if ready is None:
+            return {}
+        stored, qvec = ready
+        arm = self.arm
+        mean, sd = arm.background(store, schema, stored, where, params, qvec) or (PRIOR_MEAN, PRIOR_SD)
+        found = arm.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
+                                   stored=stored)
+        cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
+        cosines.update(self._cosines(store, schema, table, [rid for rid in also if rid not in cosines], qvec))
+        floor = 2.0 * arm.min_score - 1.0  # the cosine floor, back on the -1..1 scale
+        out: dict[int, float] = {}
+        for rid, cosine in cosines.items():
+            calibrated = semantic_score(similarity_z(cosine, mean, sd))
+            if cosine >= floor and calibrated > 0:
+                out[rid] = calibrated
+        return out
+
+    def _cosines(self, store: Store, schema: str, table: str, rids: list[int], qvec: np.ndarray) -> dict[int, float]:
+        """The query's cosine to these rows' stored vectors (rows without one are absent)."""
+        if not rids:
+            return {}
+        vectors = self.arm.indexes.stored_vectors(store, schema, {table: rids}) or {}
+        return {rid: float(np.dot(vec, qvec)) for rid, vec in vectors.items()}
+
+    def _ready(self, store: Store, schema: str, table: str) -> tuple[StoredModel, np.ndarray] | None:
+        """(stored model, query vector), or None when this table has nothing to search. Embeds first:
+        it is the part that can time out, and it tells us the model's identity."""
+        arm = self.arm
+        if not arm.enabled or arm.embedder is None:
+            return None
+        stored = arm.indexes.stored(store)
+        if stored is None:
+            arm.require_vectors(store, schema, table)
+            return None
+        qvec = self.vector()
+        assert qvec is not None  # an enabled arm has an embedder
+        if stored.model != arm.embedder.model_id or stored.dim != len(qvec):
+            raise ModelMismatchError(mismatch_message(stored, arm.embedder.model_id, len(qvec)))
+        if arm.indexes.index_for(store, schema, table, stored).ntotal == 0:
+            arm.require_vectors(store, schema, table)
+            return None
+        return stored, qvec

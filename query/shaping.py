@@ -15,7 +15,10 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from recallfs.query.derived import LruCache, store_state
+from recallfs.query.arms import SemanticArm, SemanticQuery
+from recallfs.query.caches import LruCache
+from recallfs.query.cursor import Cursor
+from recallfs.query.derived import store_state
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
 from recallfs.query.vectors import META_MODEL, VECTORS, has_vectors_table
@@ -43,7 +46,7 @@ class EntityCard:
 
 
 def load_vectors(
-    cur: duckdb.DuckDBPyConnection, schema: str, rids: Sequence[int]
+    cur: Cursor, schema: str, rids: Sequence[int]
 ) -> tuple[dict[int, np.ndarray] | None, str | None]:
     """Stored embeddings of these (already authorized) rows: (rid -> vector, None), or (None, why).
 
@@ -72,17 +75,17 @@ def load_vectors(
 
 
 def _indexed_vectors(
-    store: Store | None, schema: str, cands: Sequence[Candidate], indexes: Any
+    store: Store, schema: str, cands: Sequence[Candidate], source: SemanticArm | None
 ) -> dict[int, np.ndarray] | None:
     """The candidates' vectors from the semantic arm's in-memory FAISS indexes (they need no model, so
     they serve a lexical-only recall too); None to fall back to DuckDB."""
-    if store is None or indexes is None:
+    if source is None:
         return None
     by_table: dict[str, list[int]] = {}
     for c in cands:
         by_table.setdefault(c.table, []).append(c.rid)
     try:
-        return indexes.stored_vectors(store, schema, by_table)
+        return source.stored_vectors(store, schema, by_table)
     except Exception:  # the DuckDB path gives the same vectors, only slower
         log.warning("reading vectors from the in-memory indexes failed", exc_info=True)
         return None
@@ -92,7 +95,7 @@ _ENTITY_NAMES = LruCache(256)
 _HAS_VECTORS = LruCache(1024)
 
 
-def entity_names(cur: duckdb.DuckDBPyConnection, schema: str, store: Store | None = None) -> list[str]:
+def entity_names(cur: Cursor, schema: str, store: Store | None = None) -> list[str]:
     """Every entity named by a fact in the partition. Unscoped, so never shown as such: a name only
     leads to a card through `entity_card`, whose query carries the scope clause. Cached per store
     generation when the store is given."""
@@ -102,10 +105,11 @@ def entity_names(cur: duckdb.DuckDBPyConnection, schema: str, store: Store | Non
 
     if store is None:
         return compute()
-    return _ENTITY_NAMES.get_or_compute((str(store.path), *store_state(store), schema), compute)
+    names: list[str] = _ENTITY_NAMES.get_or_compute((str(store.path), *store_state(store), schema), compute)
+    return names
 
 
-def _vectors_table_exists(cur: duckdb.DuckDBPyConnection, store: Store | None, schema: str) -> bool:
+def _vectors_table_exists(cur: Cursor, store: Store | None, schema: str) -> bool:
     """Asked before reading the table: letting the query fail costs milliseconds in a store of many
     partitions (DuckDB's error lists similar names from the whole catalog)."""
     if store is None:
@@ -115,7 +119,7 @@ def _vectors_table_exists(cur: duckdb.DuckDBPyConnection, store: Store | None, s
 
 
 def entity_card(
-    cur: duckdb.DuckDBPyConnection, schema: str, query_text: str, where: str, params: list[object],
+    cur: Cursor, schema: str, query_text: str, where: str, params: list[object],
     store: Store | None = None,
 ) -> EntityCard | None:
     """The card of the entity the query names exactly, or None: also when none of its facts is
@@ -140,8 +144,9 @@ def entity_card(
         ).fetchall()
         total = len(rows)
         if total == ENTITY_CARD_FACTS:
-            found = cur.execute(f"SELECT count(*) FROM {schema}.facts m WHERE {match}", [*spellings, *params])
-            total = int(found.fetchone()[0])  # type: ignore[index]
+            count = cur.execute(f"SELECT count(*) FROM {schema}.facts m WHERE {match}", [*spellings, *params])
+            row = count.fetchone()  # a count answers one row
+            total = int(row[0]) if row else total
     except duckdb.Error:
         log.exception("entity lookup failed in %s", schema)
         return None
@@ -155,78 +160,64 @@ def entity_card(
     return EntityCard(name=name, facts=facts, total_facts=total)
 
 
-def query_vector(semantic: Any, text: str) -> tuple[np.ndarray | None, str | None]:
-    """The query's embedding from the semantic arm that just ran: its embedder caches the vector of
-    the query it embedded, so this costs nothing. (None, why) when there is none."""
-    if semantic is None:
+def query_vector(query: SemanticQuery | None) -> tuple[np.ndarray | None, str | None]:
+    """The query's embedding, as the semantic arm's searches computed it (a lookup, not a second
+    embedding). (None, why) when there is none."""
+    if query is None:
         return None, "no query embedding: the semantic arm did not run"
-    embedder = getattr(semantic, "embedder", semantic)
-    fn = getattr(embedder, "embed_query", None)
-    if not callable(fn):
-        return None, "no query embedding: the semantic arm offers none"
     try:
-        vec = fn(text, budget_ms=getattr(semantic, "budget_ms", None))
+        vec = query.vector()
     except Exception as exc:  # a failed embed only turns the reranker off
         return None, f"no query embedding ({type(exc).__name__})"
+    if vec is None:
+        return None, "no query embedding: the semantic arm offers none"
     return np.asarray(vec, dtype=np.float32), None
 
 
-def apply_stages(
-    cur: duckdb.DuckDBPyConnection,
-    schema: str,
-    cands: list[Candidate],
-    config: StageConfig,
-    *,
-    text: str,
-    terms: Sequence[str],
-    options: RecallOptions,
-    semantic: Any = None,
-    store: Store | None = None,
-    vector_indexes: Any = None,
-) -> Shaped:
+@dataclass(frozen=True, slots=True)
+class StageInputs:
+    """What recall hands the ranking stages besides the authorized candidates."""
+
+    store: Store
+    cur: Cursor
+    schema: str
+    text: str  # the search text (inline options removed)
+    terms: Sequence[str]
+    options: RecallOptions
+    calibrated: bool  # scores from calibrated fusion (False: reciprocal ranks)
+    query: SemanticQuery | None  # the semantic arm's query, when it ran and answered
+    vectors_from: SemanticArm | None  # the arm whose indexes hold stored vectors, ready or not
+
+
+def apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInputs) -> Shaped:
     """Gather what the enabled stages need, then run them (ranking.pipeline.shape) over the authorized
-    candidates. `semantic` is the arm that ran, or None when it did not (no query embedding then).
+    candidates.
 
     Never raises: should a stage fail, the fused order stands and a note says so."""
     try:
-        return _apply_stages(cur, schema, cands, config, text=text, terms=terms, options=options,
-                             semantic=semantic, store=store,
-                             vector_indexes=vector_indexes)
+        return _apply_stages(cands, config, inputs)
     except Exception as exc:
         log.exception("ranking stages failed")
         return Shaped(cands=ordered(cands), notes=[f"ranking stages failed ({type(exc).__name__}); "
                                                    "hits are in fused order"], stages={"error": str(exc)})
 
 
-def _apply_stages(
-    cur: duckdb.DuckDBPyConnection,
-    schema: str,
-    cands: list[Candidate],
-    config: StageConfig,
-    *,
-    text: str,
-    terms: Sequence[str],
-    options: RecallOptions,
-    semantic: Any,
-    store: Store | None,
-    vector_indexes: Any,
-) -> Shaped:
-    budget = options.budget
+def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInputs) -> Shaped:
+    budget = inputs.options.budget
     wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
-    vectors: dict[int, np.ndarray] | None = None
-    vector_note = None
-    if wants_vectors and cands:
-        vectors = _indexed_vectors(store, schema, cands, vector_indexes)
-        if vectors is None and not _vectors_table_exists(cur, store, schema):
-            vector_note = "no stored embeddings in this workspace yet (the stages that need them fell back)"
-        elif vectors is None:
-            vectors, vector_note = load_vectors(cur, schema, [c.rid for c in cands])
-    qvec = None
-    qvec_note = None
-    if config.rerank and cands:
-        qvec, qvec_note = query_vector(semantic, text)
-    shaped = shape(cands, config, query=text, terms=terms, query_vector=qvec, vectors=vectors,
-                   recent_half_life_days=options.recent_half_life_days, budget_tokens=budget)
+    vectors, vector_note = _candidate_vectors(cands, inputs) if wants_vectors and cands else (None, None)
+    qvec, qvec_note = query_vector(inputs.query) if config.rerank and cands else (None, None)
+    shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
+                   recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
+                   calibrated=inputs.calibrated)
+    _note_fallbacks(shaped, config, budget, vector_note, qvec_note)
+    return shaped
+
+
+def _note_fallbacks(
+    shaped: Shaped, config: StageConfig, budget: int | None, vector_note: str | None, qvec_note: str | None
+) -> None:
+    """Say which stages ran without the embeddings they wanted."""
     if vector_note:
         # Collapse falls back to exact text on its own; only stages the caller asked for get a note.
         shaped.stages["embeddings"] = vector_note
@@ -234,4 +225,15 @@ def _apply_stages(
             shaped.notes.insert(0, vector_note)
     if qvec_note and not any(qvec_note in n for n in shaped.notes):
         shaped.stages["rerank"] = f"skipped: {qvec_note}"
-    return shaped
+
+
+def _candidate_vectors(
+    cands: Sequence[Candidate], inputs: StageInputs
+) -> tuple[dict[int, np.ndarray] | None, str | None]:
+    """(rid -> stored vector, None), from the in-memory indexes or else DuckDB; or (None, why)."""
+    vectors = _indexed_vectors(inputs.store, inputs.schema, cands, inputs.vectors_from)
+    if vectors is not None:
+        return vectors, None
+    if not _vectors_table_exists(inputs.cur, inputs.store, inputs.schema):
+        return None, "no stored embeddings in this workspace yet (the stages that need them fell back)"
+    return load_vectors(inputs.cur, inputs.schema, [c.rid for c in cands])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import numpy as np
 
 from recallfs.query import faiss_files
 from recallfs.query.caches import LruCache
+from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.embedder import Embedder, Progress
 from recallfs.query.migrations import MEMORY_TABLES
@@ -52,12 +53,12 @@ class ModelMismatchError(VectorError):
 
 
 # -- store metadata and the vectors table ---------------------------------------------------------
-def _meta(cur: duckdb.DuckDBPyConnection, key: str) -> str | None:
+def _meta(cur: Cursor, key: str) -> str | None:
     row = cur.execute("SELECT value FROM main.meta WHERE key = ?", [key]).fetchone()
     return str(row[0]) if row else None
 
 
-def _set_meta(cur: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+def _set_meta(cur: Cursor, key: str, value: str) -> None:
     cur.execute("INSERT OR REPLACE INTO main.meta VALUES (?, ?)", [key, value])
 
 
@@ -69,7 +70,7 @@ class StoredModel:
     store_uuid: str
 
 
-def stored_model(cur: duckdb.DuckDBPyConnection) -> StoredModel | None:
+def stored_model(cur: Cursor) -> StoredModel | None:
     """The model and dimension the store's vectors were made with (None before the first embed)."""
     keys = (META_MODEL, META_DIM, META_EPOCH, META_UUID)
     try:
@@ -89,7 +90,7 @@ def vectors_ddl(schema: str, dim: int) -> str:
     )
 
 
-def has_vectors_table(cur: duckdb.DuckDBPyConnection, schema: str) -> bool:
+def has_vectors_table(cur: Cursor, schema: str) -> bool:
     row = cur.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?", [schema, VECTORS]
     ).fetchone()
@@ -106,7 +107,7 @@ def mismatch_message(stored: StoredModel, model_id: str, dim: int) -> str:
     )
 
 
-def check_model(cur: duckdb.DuckDBPyConnection, model_id: str, dim: int) -> StoredModel | None:
+def check_model(cur: Cursor, model_id: str, dim: int) -> StoredModel | None:
     """Raise ModelMismatchError unless the store is empty of vectors or was embedded by this model."""
     stored = stored_model(cur)
     if stored is not None and (stored.model != model_id or stored.dim != dim):
@@ -114,7 +115,7 @@ def check_model(cur: duckdb.DuckDBPyConnection, model_id: str, dim: int) -> Stor
     return stored
 
 
-def adopt_model(cur: duckdb.DuckDBPyConnection, model_id: str, dim: int) -> StoredModel:
+def adopt_model(cur: Cursor, model_id: str, dim: int) -> StoredModel:
     """Record this model as the store's (first embed), creating every partition's vectors table."""
     stored = check_model(cur, model_id, dim)
     if stored is not None:
@@ -132,7 +133,7 @@ def adopt_model(cur: duckdb.DuckDBPyConnection, model_id: str, dim: int) -> Stor
 
 # -- writing vectors --------------------------------------------------------------------------------
 def write_vectors(
-    cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str, rids: np.ndarray, matrix: np.ndarray
+    cur: Cursor, schema: str, table: str, model: str, rids: np.ndarray, matrix: np.ndarray
 ) -> None:
     """Insert one batch. DuckDB scans registered numpy columns in place (~30k rows/s); binding nested
     Python lists as parameters manages about 50 rows/s."""
@@ -153,7 +154,7 @@ def write_vectors(
         cur.unregister(view)
 
 
-def missing_count(cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str) -> int:
+def missing_count(cur: Cursor, schema: str, table: str, model: str) -> int:
     """Rows of `table` without a vector from `model`."""
     if not has_vectors_table(cur, schema):
         row = cur.execute(f"SELECT count(*) FROM {schema}.{table}").fetchone()
@@ -166,7 +167,7 @@ def missing_count(cur: duckdb.DuckDBPyConnection, schema: str, table: str, model
     return int(row[0]) if row else 0
 
 
-def _missing_rows(cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str) -> tuple[np.ndarray, list[str]]:
+def _missing_rows(cur: Cursor, schema: str, table: str, model: str) -> tuple[np.ndarray, list[str]]:
     rows = cur.execute(
         f"""SELECT m.rid, m.search_text FROM {schema}.{table} m
             WHERE NOT EXISTS (SELECT 1 FROM {schema}.{VECTORS} v WHERE v.rid = m.rid AND v.model = ?)
@@ -226,9 +227,7 @@ def embed_missing(
         for start in range(0, len(rids), WRITE_BATCH):
             part_rids, part_texts = rids[start:start + WRITE_BATCH], texts[start:start + WRITE_BATCH]
             base = done
-            matrix = embedder.embed(
-                part_texts, progress=(lambda d, _t, base=base: progress(base + d, total)) if progress else None
-            )
+            matrix = embedder.embed(part_texts, progress=_offset(progress, base, total))
             with store.transaction() as tx:
                 write_vectors(tx, schema, table, model, part_rids, matrix)
             done += len(part_rids)
@@ -236,6 +235,14 @@ def embed_missing(
             key = f"{schema}.{table}"
             report.tables[key] = report.tables.get(key, 0) + len(part_rids)
     return report
+
+
+def _offset(progress: Progress | None, base: int, total: int) -> Progress | None:
+    """`progress` for one batch: its counts shifted by what the batches before it did."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda done, _total: report(base + done, total)
 
 
 def reindex(
@@ -282,7 +289,8 @@ def _faiss() -> Any:
 
 def cos01(inner: np.ndarray) -> np.ndarray:
     """Inner product of unit vectors (cosine, -1..1) mapped to 0..1."""
-    return np.clip((np.asarray(inner, dtype=np.float32) + 1.0) / 2.0, 0.0, 1.0)
+    out: np.ndarray = np.clip((np.asarray(inner, dtype=np.float32) + 1.0) / 2.0, 0.0, 1.0)
+    return out
 
 
 def index_dir(store: Store) -> Path:
@@ -301,7 +309,7 @@ class Stamp:
     max_rid: int
 
 
-def current_stamp(cur: duckdb.DuckDBPyConnection, schema: str, table: str, stored: StoredModel) -> Stamp:
+def current_stamp(cur: Cursor, schema: str, table: str, stored: StoredModel) -> Stamp:
     if has_vectors_table(cur, schema):
         row = cur.execute(
             f"SELECT count(*), coalesce(max(rid), 0) FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ?",
@@ -314,7 +322,7 @@ def current_stamp(cur: duckdb.DuckDBPyConnection, schema: str, table: str, store
 
 
 def _load_vectors(
-    cur: duckdb.DuckDBPyConnection, schema: str, table: str, model: str, dim: int, above_rid: int = 0
+    cur: Cursor, schema: str, table: str, model: str, dim: int, above_rid: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     if not has_vectors_table(cur, schema):
         return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
@@ -352,7 +360,8 @@ class _TableIndex:
         return int(self.cpu.ntotal)
 
     def ids(self) -> np.ndarray:
-        return _faiss().vector_to_array(self.cpu.id_map).astype(np.int64)
+        ids: np.ndarray = _faiss().vector_to_array(self.cpu.id_map).astype(np.int64)
+        return ids
 
     def _locate(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(mask over `rids` (sorted) of those the index holds, their index positions)."""
@@ -399,6 +408,11 @@ class _TableIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if faiss.get_num_gpus() > 0:
             return self._search_gpu(q, allowed, k)
+        return self._search_cpu(q, allowed, k)
+
+    def _search_cpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The flat CPU index, restricted to `allowed` by a selector: exact, whatever the scope's size."""
+        faiss = _faiss()
         # A bitmap over rids: membership is one bit test per vector, and it is built in microseconds.
         packed = rid_bitmap(allowed)
         sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
@@ -431,11 +445,7 @@ class _TableIndex:
             want *= 4
         if mask.sum() < k and want >= gpu_k_max and self.ntotal > gpu_k_max:
             # A narrow scope over a large index: the CPU path with its selector finds the rest.
-            packed = rid_bitmap(allowed)
-            sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
-            s, ids = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))
-            keep = ids[0] >= 0
-            return ids[0][keep].astype(np.int64), s[0][keep]
+            return self._search_cpu(q, allowed, k)
         return rids[mask][:k].astype(np.int64), scores[mask][:k]
 
 
@@ -506,7 +516,7 @@ class VectorIndexes:
         return entry
 
     @staticmethod
-    def _appendable(old: Stamp, new: Stamp, cur: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
+    def _appendable(old: Stamp, new: Stamp, cur: Cursor, schema: str, table: str) -> bool:
         """Only rows above the old watermark were added: extend the index instead of rebuilding it."""
         if (old.store_uuid, old.model, old.dim, old.epoch) != (new.store_uuid, new.model, new.dim, new.epoch):
             return False
@@ -516,7 +526,7 @@ class VectorIndexes:
             f"SELECT count(*) FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ?",
             [table, new.model, old.max_rid],
         ).fetchone()
-        return bool(row) and old.count + int(row[0]) == new.count
+        return row is not None and old.count + int(row[0]) == new.count
 
     def _build(self, store: Store, schema: str, table: str, stamp: Stamp) -> _TableIndex:
         faiss = _faiss()
@@ -624,7 +634,7 @@ class VectorIndexes:
 
     # -- search ------------------------------------------------------------------------------------
     def stored_vectors(
-        self, store: Store, schema: str, by_table: dict[str, list[int]]
+        self, store: Store, schema: str, by_table: Mapping[str, Sequence[int]]
     ) -> dict[int, np.ndarray] | None:
         """The stored embeddings of these (authorized) rows, read from the in-memory indexes rather than
         DuckDB (where fetching a few hundred FLOAT[d] rows scans the whole vectors table). None when the

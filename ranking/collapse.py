@@ -37,50 +37,18 @@ def collapse_near_duplicates(
     if len(cands) < 2:
         return [c.copy() for c in cands], None
     work = ordered([c.copy() for c in cands])
-    dim = common_dim(vectors)
-    vecs = [usable(vectors, c.rid, dim) for c in work]
-    present = [i for i, v in enumerate(vecs) if v is not None]
-    sims: np.ndarray | None = None
-    slot: dict[int, int] = {}
-    if present:
-        unit = unit_rows([vecs[i] for i in present])  # type: ignore[misc]
-        sims = unit @ unit.T
-        slot = {i: j for j, i in enumerate(present)}
-    texts = [fold(c.content) for c in work]
-    claims = [content_words(c.content) for c in work]
-
-    members: list[list[int]] = []  # groups, each a list of indexes into `work`, seed first
-    by_text: dict[str, int] = {}  # folded text -> group
-    seed_slots = np.zeros(len(work), dtype=np.int64)  # vector rows of the seeds that have one
-    seed_groups: list[int] = []
+    sims, slot = _similarities(work, vectors)
+    groups = _Groups(work, sims, slot, threshold)
     for i in range(len(work)):
-        homes = []
-        if texts[i] and texts[i] in by_text:
-            homes.append(by_text[texts[i]])
-        if sims is not None and i in slot and seed_groups:
-            close = np.flatnonzero(sims[slot[i], seed_slots[: len(seed_groups)]] >= threshold)
-            same = [g for g in (seed_groups[int(j)] for j in close) if claims[members[g][0]] == claims[i]]
-            if same:
-                homes.append(same[0])
-        if homes:
-            members[min(homes)].append(i)  # the earliest (best scored) group it resembles
-            continue
-        members.append([i])
-        group = len(members) - 1
-        if texts[i]:
-            by_text[texts[i]] = group
-        if i in slot:
-            seed_slots[len(seed_groups)] = slot[i]
-            seed_groups.append(group)
-
+        groups.place(i)
     out: list[Candidate] = []
-    for group in members:
-        best = sorted((work[i] for i in group), key=provenance_key)
+    for members in groups.members:
+        best = sorted((work[i] for i in members), key=provenance_key)
         keeper = best[0]
         for other in best[1:]:
             absorb(keeper, other)
         out.append(keeper)
-    missing = len(work) - len(present)
+    missing = len(work) - len(slot)
     note = None
     if missing:
         note = (
@@ -88,3 +56,55 @@ def collapse_near_duplicates(
             "(no stored embedding)"
         )
     return ordered(out), note
+
+
+def _similarities(
+    work: list[Candidate], vectors: Mapping[int, Vector] | None
+) -> tuple[np.ndarray | None, dict[int, int]]:
+    """(cosines between the candidates that have a usable vector; candidate index -> its row there)."""
+    dim = common_dim(vectors)
+    present = [(i, v) for i, v in enumerate(usable(vectors, c.rid, dim) for c in work) if v is not None]
+    if not present:
+        return None, {}
+    unit = unit_rows([v for _, v in present])
+    return unit @ unit.T, {i: row for row, (i, _) in enumerate(present)}
+
+
+class _Groups:
+    """Groups of indexes into the candidates (in score order), each seed first."""
+
+    def __init__(self, work: list[Candidate], sims: np.ndarray | None, slot: dict[int, int], threshold: float) -> None:
+        self.texts = [fold(c.content) for c in work]
+        self.claims = [content_words(c.content) for c in work]
+        self.sims, self.slot, self.threshold = sims, slot, threshold
+        self.members: list[list[int]] = []
+        self.by_text: dict[str, int] = {}  # folded text -> group
+        self.seed_slots = np.zeros(len(work), dtype=np.int64)  # vector rows of the seeds that have one
+        self.seed_groups: list[int] = []
+
+    def place(self, i: int) -> None:
+        """Candidate i joins the earliest (best scored) group it resembles, or seeds a new one."""
+        homes = self._homes(i)
+        if homes:
+            self.members[min(homes)].append(i)
+            return
+        self.members.append([i])
+        group = len(self.members) - 1
+        if self.texts[i]:
+            self.by_text[self.texts[i]] = group
+        if i in self.slot:
+            self.seed_slots[len(self.seed_groups)] = self.slot[i]
+            self.seed_groups.append(group)
+
+    def _homes(self, i: int) -> list[int]:
+        """The groups whose seed has i's folded text, or is close by embedding and claims the same."""
+        homes = []
+        if self.texts[i] and self.texts[i] in self.by_text:
+            homes.append(self.by_text[self.texts[i]])
+        if self.sims is not None and i in self.slot and self.seed_groups:
+            row = self.sims[self.slot[i], self.seed_slots[: len(self.seed_groups)]]
+            close = (self.seed_groups[int(j)] for j in np.flatnonzero(row >= self.threshold))
+            same = [g for g in close if self.claims[self.members[g][0]] == self.claims[i]]
+            if same:
+                homes.append(same[0])
+        return homes

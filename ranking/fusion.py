@@ -49,30 +49,13 @@ def rrf(
         raise ValueError("the RRF k constant must be at least 1")
     if weights is None:
         weights = RANK_WEIGHTS
-    fused: dict[int, Candidate] = {}
+    ranked: dict[str, list[tuple[int, float]]] = {}
     for name, rids in lists.items():
         w = weight_for(name, weights)
-        if w <= 0:
-            continue
-        arm = split_list_name(name)[0]
-        seen: set[int] = set()
-        rank = 0
-        for rid in rids:
-            if rid in seen:
-                continue
-            seen.add(rid)
-            rank += 1
-            cand = fused.get(rid)
-            if cand is None:
-                cand = fused[rid] = Candidate(rid=rid, table=tables[rid])
-            cand.score += w / (k + rank)
-            cand.arms.add(arm)
-            cand.ranks[name] = rank
-    bound = best_possible(list(lists), weights, k)
-    if bound > 0:
-        for cand in fused.values():
-            cand.score /= bound
-    return ordered(list(fused.values()))
+        if w > 0:
+            distinct = dict.fromkeys(rids)  # a repeated rid counts once, at its best rank
+            ranked[name] = [(rid, w / (k + rank)) for rank, rid in enumerate(distinct, start=1)]
+    return _fuse(ranked, tables, best_possible(list(lists), weights, k))
 
 
 def calibrated(
@@ -88,21 +71,30 @@ def calibrated(
     table could reach, so it lies in 0..1 like rrf()'s. A row every arm scores 0 is no match and is
     dropped (no padding). `ranks` records each row's rank among that list's positive scores.
     """
-    fused: dict[int, Candidate] = {}
+    ranked: dict[str, list[tuple[int, float]]] = {}
     for name, by_rid in scores.items():
         w = weight_for(name, weights)
-        if w <= 0:
-            continue
+        if w > 0:
+            positive = sorted(((s, rid) for rid, s in by_rid.items() if s > 0), key=lambda p: (-p[0], -p[1]))
+            ranked[name] = [(rid, w * s) for s, rid in positive]
+    return _fuse(ranked, tables, best_possible(list(scores), weights, 0))
+
+
+def _fuse(
+    ranked: Mapping[str, Sequence[tuple[int, float]]], tables: Mapping[int, str], bound: float
+) -> list[Candidate]:
+    """Sum each row's contributions over the lists (`arm:table` -> [(rid, weighted score)], best first),
+    recording its 1-based rank in each, then scale by `bound`, the best sum one row could reach."""
+    fused: dict[int, Candidate] = {}
+    for name, contributions in ranked.items():
         arm = split_list_name(name)[0]
-        positive = sorted(((s, rid) for rid, s in by_rid.items() if s > 0), key=lambda p: (-p[0], -p[1]))
-        for rank, (s, rid) in enumerate(positive, start=1):
+        for rank, (rid, part) in enumerate(contributions, start=1):
             cand = fused.get(rid)
             if cand is None:
                 cand = fused[rid] = Candidate(rid=rid, table=tables[rid])
-            cand.score += w * s
+            cand.score += part
             cand.arms.add(arm)
             cand.ranks[name] = rank
-    bound = best_possible(list(scores), weights, 0)
     if bound > 0:
         for cand in fused.values():
             cand.score /= bound

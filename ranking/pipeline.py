@@ -1,6 +1,7 @@
-"""The shaping stages in their fixed order (design.md section 4), each one switchable for ablation.
+"""The shaping stages in their fixed order (developer-notes/ranking.md), each one switchable for ablation.
 
-    fused candidates -> identity dedup -> question turns (x0.8) -> session evidence (on) -> rerank (off)
+    fused candidates -> identity dedup -> question turns (x0.8 on calibrated scores) -> session evidence (on)
+      -> rerank (off)
       -> near-duplicate collapse (on)
       -> metadata bonuses (off) -> recency (neutral; auto on temporal intent)
       -> token budget + MMR (opt-in: budget:N) -> min_score -> tie-break
@@ -21,7 +22,7 @@ from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.collapse import collapse_near_duplicates
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
-from recallfs.ranking.questions import demote_questions
+from recallfs.ranking.questions import demote_questions, question_weight
 from recallfs.ranking.recency import dampen_recency
 from recallfs.ranking.rerank import rerank
 from recallfs.ranking.session_evidence import session_evidence
@@ -60,6 +61,122 @@ def recency_half_life(config: StageConfig, query: str, recent_option: float | No
     return 0.0, "neutral (no temporal intent)"
 
 
+@dataclass(slots=True)
+class _Run:
+    """One run of the stages: what they read, and the Shaped they write to."""
+
+    out: Shaped
+    config: StageConfig
+    query: str
+    terms: Sequence[str]
+    query_vector: Vector | None
+    vectors: Mapping[int, Vector] | None
+    recent_half_life_days: float | None
+    budget_tokens: int | None
+    calibrated: bool
+    clock: Callable[[], float]
+
+    def timed(self, name: str, fn: Callable[[], list[Candidate]]) -> None:
+        t0 = self.clock()
+        self.out.cands = fn()
+        self.out.timings_ms[name] = (self.clock() - t0) * 1000
+
+
+def _dedup(run: _Run) -> None:
+    if run.config.dedup:
+        run.timed("dedup", lambda: dedup_identity(run.out.cands))
+    run.out.stages["dedup"] = "on" if run.config.dedup else "off"
+
+
+def _questions(run: _Run) -> None:
+    weight, run.out.stages["questions"] = question_weight(run.config.question_weight, calibrated=run.calibrated)
+    if weight < 1:
+        run.timed("questions", lambda: demote_questions(run.out.cands, weight))
+
+
+def _session(run: _Run) -> None:
+    weight = run.config.session_weight
+    if weight > 0:
+        run.timed("session", lambda: session_evidence(run.out.cands, weight))
+    run.out.stages["session"] = f"on (weight {weight:g})" if weight > 0 else "off"
+
+
+def _rerank(run: _Run) -> None:
+    if not run.config.rerank:
+        run.out.stages["rerank"] = "off"
+        return
+
+    def step() -> list[Candidate]:
+        ranked, note = rerank(run.out.cands, run.query_vector, run.vectors, mix=run.config.rerank_mix,
+                              budget_ms=run.config.rerank_budget_ms, clock=run.clock)
+        run.out.stages["rerank"] = "on" if note is None else f"skipped: {note}"
+        if note:
+            run.out.notes.append(note)
+        return ranked
+    run.timed("rerank", step)
+
+
+def _collapse(run: _Run) -> None:
+    if not run.config.collapse:
+        run.out.stages["collapse"] = "off"
+        return
+
+    def step() -> list[Candidate]:
+        kept, note = collapse_near_duplicates(run.out.cands, run.vectors, threshold=run.config.collapse_threshold)
+        # A fallback to exact text is reported in `stages` only: it is routine while fresh rows
+        # wait for their embeddings, and it never hides a hit.
+        run.out.stages["collapse"] = "on" if note is None else "on; " + note
+        return kept
+    run.timed("collapse", step)
+
+
+def _bonuses(run: _Run) -> None:
+    tag, kind = run.config.tag_bonus, run.config.kind_bonus
+    if tag > 0 or kind > 0:
+        words_in = list(run.terms) if run.terms else run.query
+        run.timed("bonuses", lambda: metadata_bonus(run.out.cands, words_in, tag_bonus=tag, kind_bonus=kind))
+        run.out.stages["bonuses"] = f"tag x{1 + tag:g}, kind x{1 + kind:g}"
+    else:
+        run.out.stages["bonuses"] = "off"
+
+
+def _recency(run: _Run) -> None:
+    half_life, run.out.stages["recency"] = recency_half_life(run.config, run.query, run.recent_half_life_days)
+    if half_life > 0:
+        run.timed("recency", lambda: dampen_recency(run.out.cands, half_life))
+
+
+def _budget(run: _Run) -> None:
+    budget = run.budget_tokens
+    if budget is None:
+        run.out.stages["mmr"] = "off (no budget:N)"
+        return
+
+    def step() -> list[Candidate]:
+        kept, note = budget_select(run.out.cands, budget, run.vectors, diversity=run.config.mmr,
+                                   mmr_lambda=run.config.mmr_lambda)
+        run.out.notes.append(note)
+        run.out.stages["mmr"] = note
+        return kept
+    run.timed("budget", step)
+
+
+def _min_score(run: _Run) -> None:
+    floor = run.config.min_score
+    if floor > 0:
+        before = len(run.out.cands)
+        run.timed("min_score", lambda: cut_below(run.out.cands, floor))
+        run.out.stages["min_score"] = f"{floor:g}: dropped {before - len(run.out.cands)}"
+    else:
+        run.out.stages["min_score"] = "off"
+
+
+# The stages in their fixed order (the module docstring); each records in `stages` what it did.
+PIPELINE: tuple[Callable[[_Run], None], ...] = (
+    _dedup, _questions, _session, _rerank, _collapse, _bonuses, _recency, _budget, _min_score,
+)
+
+
 def shape(
     cands: list[Candidate],
     config: StageConfig,
@@ -70,86 +187,15 @@ def shape(
     vectors: Mapping[int, Vector] | None = None,
     recent_half_life_days: float | None = None,
     budget_tokens: int | None = None,
+    calibrated: bool = True,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Shaped:
     """Run the stages in order over authorized, loaded candidates. `query` is the search text (inline
-    options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding."""
-    out = Shaped(cands=ordered([c.copy() for c in cands]))
-
-    def timed(name: str, fn: Callable[[], list[Candidate]]) -> None:
-        t0 = clock()
-        out.cands = fn()
-        out.timings_ms[name] = (clock() - t0) * 1000
-
-    if config.dedup:
-        timed("dedup", lambda: dedup_identity(out.cands))
-    out.stages["dedup"] = "on" if config.dedup else "off"
-
-    if config.question_weight < 1:
-        timed("questions", lambda: demote_questions(out.cands, config.question_weight))
-        out.stages["questions"] = f"question turns x{config.question_weight:g}"
-    else:
-        out.stages["questions"] = "off"
-
-    if config.session_weight > 0:
-        timed("session", lambda: session_evidence(out.cands, config.session_weight))
-        out.stages["session"] = f"on (weight {config.session_weight:g})"
-    else:
-        out.stages["session"] = "off"
-
-    if config.rerank:
-        def _rerank() -> list[Candidate]:
-            ranked, note = rerank(out.cands, query_vector, vectors, mix=config.rerank_mix,
-                                  budget_ms=config.rerank_budget_ms, clock=clock)
-            out.stages["rerank"] = "on" if note is None else f"skipped: {note}"
-            if note:
-                out.notes.append(note)
-            return ranked
-        timed("rerank", _rerank)
-    else:
-        out.stages["rerank"] = "off"
-
-    if config.collapse:
-        def _collapse() -> list[Candidate]:
-            kept, note = collapse_near_duplicates(out.cands, vectors, threshold=config.collapse_threshold)
-            # A fallback to exact text is reported in `stages` only: it is routine while fresh rows
-            # wait for their embeddings, and it never hides a hit.
-            out.stages["collapse"] = "on" if note is None else "on; " + note
-            return kept
-        timed("collapse", _collapse)
-    else:
-        out.stages["collapse"] = "off"
-
-    if config.tag_bonus > 0 or config.kind_bonus > 0:
-        words_in = list(terms) if terms else query
-        timed("bonuses", lambda: metadata_bonus(out.cands, words_in, tag_bonus=config.tag_bonus,
-                                                kind_bonus=config.kind_bonus))
-        out.stages["bonuses"] = f"tag x{1 + config.tag_bonus:g}, kind x{1 + config.kind_bonus:g}"
-    else:
-        out.stages["bonuses"] = "off"
-
-    half_life, why = recency_half_life(config, query, recent_half_life_days)
-    out.stages["recency"] = why
-    if half_life > 0:
-        timed("recency", lambda: dampen_recency(out.cands, half_life))
-
-    if budget_tokens is not None:
-        def _budget() -> list[Candidate]:
-            kept, note = budget_select(out.cands, budget_tokens, vectors, diversity=config.mmr,
-                                       mmr_lambda=config.mmr_lambda)
-            out.notes.append(note)
-            out.stages["mmr"] = note
-            return kept
-        timed("budget", _budget)
-    else:
-        out.stages["mmr"] = "off (no budget:N)"
-
-    if config.min_score > 0:
-        before = len(out.cands)
-        timed("min_score", lambda: cut_below(out.cands, config.min_score))
-        out.stages["min_score"] = f"{config.min_score:g}: dropped {before - len(out.cands)}"
-    else:
-        out.stages["min_score"] = "off"
-
-    timed("tie_break", lambda: ordered(out.cands))
-    return out
+    options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding.
+    `calibrated`: the scores come from calibrated fusion (False: reciprocal ranks, a single arm or rrf)."""
+    run = _Run(Shaped(cands=ordered([c.copy() for c in cands])), config, query, terms, query_vector, vectors,
+               recent_half_life_days, budget_tokens, calibrated, clock)
+    for stage in PIPELINE:
+        stage(run)
+    run.timed("tie_break", lambda: ordered(run.out.cands))
+    return run.out

@@ -4,8 +4,9 @@ In a conversation the words of a question come back in its answer, so both match
 an agent recalling "how do I run the tests" wants "CI runs cargo nextest ...", not "What's the
 one-liner for running just the config tests?". A turn whose text ends in a question mark is scored
 x `weight` (0.8 by default; 1 is off). Facts and summaries are never demoted: a distilled memory phrased
-as a question was kept on purpose. recall() applies it to calibrated fusion only: on reciprocal-rank
-scores (a single arm, or RECALLFS_FUSION=rrf) the same factor would be worth some fifteen ranks.
+as a question was kept on purpose. The stage runs on calibrated scores only (question_weight): on
+reciprocal-rank scores (a single arm, or RECALLFS_FUSION=rrf) the same factor would be worth some
+fifteen ranks.
 
 Measured in the ablation (developer-notes/ranking.md): neutral on LoCoMo and the demo set's figures,
 and it puts the answer, not the question, first for the demo's headline query.
@@ -20,6 +21,20 @@ from recallfs.ranking.stage_config import DEFAULT_QUESTION_WEIGHT
 def is_question(text: str) -> bool:
     """True when the text, trailing spaces and closing quotes or brackets aside, ends in '?'."""
     return text.rstrip().rstrip("\"')]»”’").rstrip().endswith(("?", "？"))
+
+
+RANK_SCORES_OFF = "off (rank-fused scores; the factor applies to calibrated fusion)"
+
+
+def question_weight(weight: float, *, calibrated: bool) -> tuple[float, str]:
+    """(the factor the stage applies, 1 for none; what it reports). The factor is a prior on calibrated
+    scores, where 0.8 means "matches a fifth less"; on reciprocal ranks it would move a hit some
+    fifteen ranks, so there the stage is off."""
+    if weight >= 1.0:
+        return 1.0, "off"
+    if not calibrated:
+        return 1.0, RANK_SCORES_OFF
+    return weight, f"question turns x{weight:g}"
 
 
 def demote_questions(cands: list[Candidate], weight: float = DEFAULT_QUESTION_WEIGHT) -> list[Candidate]:

@@ -17,7 +17,8 @@ def unit_rows(vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
     matrix = np.asarray(np.stack([np.asarray(v, dtype=np.float32).ravel() for v in vectors]), dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return matrix / norms
+    unit: npt.NDArray[np.float32] = matrix / norms
+    return unit
 
 
 def cosine_to(query: Vector, vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
@@ -25,7 +26,8 @@ def cosine_to(query: Vector, vectors: Sequence[Vector]) -> npt.NDArray[np.float3
     if not len(vectors):
         return np.zeros(0, dtype=np.float32)
     q = unit_rows([query])[0]
-    return unit_rows(vectors) @ q
+    cosines: npt.NDArray[np.float32] = unit_rows(vectors) @ q
+    return cosines
 
 
 def usable(vectors: Mapping[int, Vector] | None, rid: int, dim: int | None) -> Vector | None:

@@ -10,7 +10,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fold(text: str) -> str:
-    """Lower-case, accents stripped, runs of whitespace made one space."""
+    """Lower-case, accents stripped, runs of whitespace made one space.
+
+    The one fold: the stages compare texts by it, and the lexical arm cuts its query terms from it
+    (query/lexical.query_terms), because it folds as the FTS index does (lower=1, strip_accents=1:
+    NFKD, combining marks dropped). Making whitespace one space changes no term, since terms are split
+    on every non-word character anyway."""
     if text.isascii():  # nothing to decompose: skip the per-character pass (most memories)
         return " ".join(text.lower().split())
     decomposed = unicodedata.normalize("NFKD", text.lower())

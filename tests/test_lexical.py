@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recallfs.query.ingest_file import ingest_records
-from recallfs.query.lexical import query_terms
+from recallfs.query.lexical import MAX_TERMS, query_terms
 from recallfs.query.recall import recall
 from recallfs.query.records import parse_record
+from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
@@ -37,6 +42,32 @@ def store(store_path):
     with Store(store_path) as s:
         ingest_records(s, _records(RECORDS), embedder=None)
         yield s
+
+
+def _index_fold(text):
+    """The FTS index's folding (lower=1, strip_accents=1) as the lexical arm wrote it before it shared
+    ranking/text.fold, which also makes whitespace one space."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _index_terms(text):
+    seen = {}
+    for token in re.split(r"[^\w]+|_+", _index_fold(text)):
+        if token and token not in STOPWORDS and len(seen) < MAX_TERMS:
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+# Whitespace of every kind (NBSP and the ideographic space decompose to a space), accents, ligatures,
+# full-width forms, underscores and the separators str.split() knows but \w does not.
+_TRICKY = "a\u00a0b\u3000c\t\n\x1c\u2028 _x__y é\u0301 ﬁ ＡＢ ǅ İ ß ① ½ Ω Å 東京 привет".split(" ")
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.one_of(st.sampled_from(_TRICKY), st.text(max_size=6)), max_size=12).map("".join))
+def test_query_terms_fold_as_the_index_does(text):
+    assert query_terms(text) == _index_terms(text)
 
 
 def ids(result):

@@ -114,3 +114,16 @@ def test_bonuses_run_when_set():
     pool = [cand(1, 0.5, tags=("ci",)), cand(2, 0.55)]
     out = shape(pool, StageConfig(tag_bonus=0.2), query="ci", terms=["ci"])
     assert rids(out.cands) == [1, 2] and out.stages["bonuses"].startswith("tag x1.2")
+
+
+def test_question_turns_are_demoted_on_calibrated_scores_only():
+    pool = [cand(1, 0.5, content="How do I run the tests?"), cand(2, 0.45, content="Run cargo nextest.")]
+    calibrated = shape(pool, StageConfig(), query="run the tests")
+    assert rids(calibrated.cands)[0] == 2 and calibrated.stages["questions"] == "question turns x0.8"
+    assert "questions" in calibrated.timings_ms
+    # On reciprocal ranks the factor would be worth some fifteen ranks: the stage turns itself off.
+    ranked = shape(pool, StageConfig(), query="run the tests", calibrated=False)
+    assert rids(ranked.cands)[0] == 1 and "questions" not in ranked.timings_ms
+    assert ranked.stages["questions"] == "off (rank-fused scores; the factor applies to calibrated fusion)"
+    off = shape(pool, StageConfig(question_weight=1.0), query="run the tests", calibrated=False)
+    assert off.stages["questions"] == "off"

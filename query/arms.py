@@ -1,0 +1,202 @@
+"""recall()'s arms: each searches every memory table for ids, guarded on its own.
+
+One runner per fusion, over one per-table loop (`_each_table`): calibrated fusion takes each arm's
+{rid: calibrated score}, rank fusion (and a single arm) each arm's ranked rids. An arm that fails is
+empty and says so in a note; the semantic arm's first failure degrades the whole answer to lexical.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from recallfs.query.cursor import Cursor
+from recallfs.query.lexical import score_indexed, search_calibrated
+from recallfs.query.lexical import search as lexical_search
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.store import Store
+from recallfs.ranking.fusion import list_key
+
+log = logging.getLogger("recallfs.recall")
+
+T = TypeVar("T")
+Found = TypeVar("Found", list[int], dict[int, float])
+Scored = dict[str, dict[int, float]]  # `arm:table` -> {rid: calibrated score}
+Ranked = dict[str, list[int]]  # `arm:table` -> rids, best first
+
+
+def _no_scores() -> dict[int, float]:
+    return {}
+
+
+def _no_rids() -> list[int]:
+    return []
+
+
+class SemanticQuery(Protocol):
+    """One recall's use of the semantic arm: its searches, and the query vector they computed."""
+
+    def search(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
+    ) -> list[int]:
+        """Ranked rids; raises on failure (recall contains it). `alone`: no lexical arm runs beside it
+        (the arm may then keep weaker neighbours than it would offer to fusion)."""
+        ...
+
+    def search_calibrated(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, also: Sequence[int] = (),
+    ) -> dict[int, float]:
+        """{rid: calibrated score in 0..1} of its own hits and of `also` (rows another arm found)."""
+        ...
+
+    def vector(self) -> np.ndarray | None:
+        """The query's embedding: the one a search computed, else computed now; None when the arm has
+        no model. Raises as the searches do (TimeoutError past the budget)."""
+        ...
+
+
+class SemanticArm(Protocol):
+    """What recall needs from the semantic arm (query/semantic.py provides it)."""
+
+    def availability(self) -> tuple[bool, str | None]:
+        """(ready, degraded_reason)."""
+        ...
+
+    def query(self, text: str) -> SemanticQuery:
+        """A handle for searching `text`; embeds nothing until a search or vector() needs it."""
+        ...
+
+    def stored_vectors(
+        self, store: Store, schema: str, by_table: Mapping[str, Sequence[int]]
+    ) -> dict[int, np.ndarray] | None:
+        """The stored embeddings of these (authorized) rows, needing no model; None when the store has
+        none. Raises on failure (the caller reads them from DuckDB instead)."""
+        ...
+
+
+@dataclass(slots=True)
+class Trace:
+    """What one recall reports besides its hits: notes, timings, and whether it is degraded to lexical."""
+
+    notes: list[str]
+    degraded: bool = True
+    degraded_reason: str | None = "off"
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, name: str, fn: Callable[[], T]) -> T:
+        """fn(), its time added to timings[name] (also when it raises)."""
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - t0) * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where the arms search: one partition, the rows the gate's clause lets this caller read."""
+
+    store: Store
+    cur: Cursor
+    schema: str
+    where: str
+    params: list[object]
+    limit: int  # candidates per arm and table
+
+
+def calibrated_arms(
+    scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace
+) -> tuple[Scored, dict[int, str]]:
+    """Both arms' calibrated scores per table, for ranking.fusion.calibrated; and each rid's table."""
+    store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
+    tables: dict[int, str] = {}
+
+    def lexical(table: str) -> dict[int, float]:
+        return search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit)
+
+    def search(table: str) -> dict[int, float]:
+        assert semantic is not None
+        also = list(scores[list_key("lexical", table)])
+        return semantic.search_calibrated(store, schema, table, where, params, limit, also=also)
+
+    def score_unseen(table: str, found: dict[int, float]) -> None:
+        # The lexical side of rows only the semantic arm found: fusion weighs both arms for every row.
+        lex = scores[list_key("lexical", table)]
+        unseen = [rid for rid in found if rid not in lex]
+        lex.update(_guarded(trace, "lexical", table, _no_scores,
+                            partial(score_indexed, store, schema, table, terms, unseen)))
+
+    scores = _each_table(trace, "lexical", tables, _no_scores, lexical)
+    if semantic is not None:
+        scores.update(_each_table(trace, "semantic", tables, _no_scores, search, then=score_unseen))
+    return scores, tables
+
+
+def ranked_arms(
+    scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace, *, lexical: bool
+) -> tuple[Ranked, dict[int, str]]:
+    """Each asked-for arm's ranked rids per table, for ranking.fusion.rrf; and each rid's table."""
+    store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
+    tables: dict[int, str] = {}
+
+    def lexical_ranked(table: str) -> list[int]:
+        return lexical_search(store, schema, table, terms, where=where, params=params, limit=limit)
+
+    def semantic_ranked(table: str) -> list[int]:
+        assert semantic is not None
+        return semantic.search(store, schema, table, where, params, limit, alone=not lexical)
+
+    lists: Ranked = _each_table(trace, "lexical", tables, _no_rids, lexical_ranked) if lexical else {}
+    if semantic is not None:
+        lists.update(_each_table(trace, "semantic", tables, _no_rids, semantic_ranked))
+    return lists, tables
+
+
+def _each_table(
+    trace: Trace, arm: str, tables: dict[int, str], empty: Callable[[], Found], search: Callable[[str], Found],
+    *, then: Callable[[str, Found], None] | None = None,
+) -> dict[str, Found]:
+    """`arm:table` -> search(table) over every memory table, each guarded; `then` runs after each table.
+    The semantic arm stops at its first failure and then returns nothing: a degraded answer carries
+    no semantic scores, and the other tables would only fail or wait again."""
+    found: dict[str, Found] = {}
+    for table in MEMORY_TABLES:
+        if arm == "semantic" and trace.degraded:
+            break
+        hits = _guarded(trace, arm, table, empty, partial(search, table))
+        found[list_key(arm, table)] = hits
+        tables.update((rid, table) for rid in hits)
+        if then is not None:
+            then(table, hits)
+    return {} if arm == "semantic" and trace.degraded else found
+
+
+def _guarded(trace: Trace, arm: str, table: str, empty: Callable[[], Found], fn: Callable[[], Found]) -> Found:
+    """fn(), timed under the arm's name; empty() when it fails."""
+    try:
+        return trace.timed(arm, fn)
+    except Exception as exc:  # an arm failure empties that arm only
+        _failed(trace, arm, table, exc)
+        return empty()
+
+
+def _failed(trace: Trace, arm: str, table: str, exc: Exception) -> None:
+    """Note a failed arm (called while handling `exc`); the semantic arm's failure degrades the answer."""
+    if arm == "lexical":
+        log.exception("lexical arm failed on %s", table)
+        trace.notes.append(f"lexical arm failed on {table}: {type(exc).__name__}")
+    elif isinstance(exc, TimeoutError):
+        trace.degraded, trace.degraded_reason = True, "timeout"
+        trace.notes.append(f"semantic arm: {exc}; answered from the lexical arm")
+    else:
+        log.exception("semantic arm failed on %s", table)
+        trace.degraded, trace.degraded_reason = True, "error"
+        trace.notes.append(f"semantic arm failed on {table}: {exc or type(exc).__name__}")
