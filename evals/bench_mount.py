@@ -72,7 +72,7 @@ def synthetic_records(n: int, org: str, workspace: str) -> list[Any]:
 
     rng = random.Random(7)
     start = datetime(2025, 1, 1)
-    common = {"org": org, "workspace": workspace, "agent": "bench", "source": "synthetic"}
+    common: dict[str, Any] = {"org": org, "workspace": workspace, "agent": "bench", "source": "synthetic"}
     out: list[MemoryRecord] = []
     n_facts = n * 9 // 100
     n_versions = n_facts // 10
@@ -320,7 +320,7 @@ class Bench:
             result = recall(store, principal, query, k=cfg.k, semantic=semantic, candidates=cfg.candidates,
                             rrf_k=cfg.rrf_k)
             elapsed = time.perf_counter() - t0
-            self.inproc_state = result.degraded_reason if result.degraded else "ready"
+            self.inproc_state = str(result.degraded_reason) if result.degraded else "ready"
             return elapsed
 
         return timed

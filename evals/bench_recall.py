@@ -207,7 +207,9 @@ def measure_recall(path: Path, embedder: Embedder, n_queries: int, budget_ms: fl
             if seed != 2:
                 seen = set(queries(n_queries, seed=2))
                 qs = [q for q in queries(4 * n_queries, seed=seed) if q not in seen][:n_queries]
-            times, stages, degraded = [], {}, 0
+            times: list[float] = []
+            stages: dict[str, list[float]] = {}
+            degraded = 0
             for q in qs:
                 t0 = time.perf_counter()
                 result = recall(store, PRINCIPAL, q, arm=arm_name, semantic=arm, fusion=fusion)

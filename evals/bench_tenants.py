@@ -98,8 +98,9 @@ def measure(small: Store, large: Store, principal: Principal, queries: list[str]
     def pct(xs: list[float], p: float) -> float:
         return statistics.quantiles(xs, n=100)[int(p) - 1]
 
-    out = {label: {"p50_ms": round(statistics.median(xs), 2), "p95_ms": round(pct(xs, 95), 2), "n": len(xs)}
-           for label, xs in times.items()}
+    out: dict[str, Any] = {
+        label: {"p50_ms": round(statistics.median(xs), 2), "p95_ms": round(pct(xs, 95), 2), "n": len(xs)}
+        for label, xs in times.items()}
     out["p50_ratio"] = round(out["many"]["p50_ms"] / out["1"]["p50_ms"], 3)
     out["p95_ratio"] = round(out["many"]["p95_ms"] / out["1"]["p95_ms"], 3)
     return out
@@ -127,10 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     principal = Principal(ORG, first, "default")
     with Store(small_path, read_only=True) as small, Store(large_path, read_only=True) as large:
         n_large = len(large.workspaces())
-        rows_large = sum(sum(large.table_counts(large.partition(o, w)).values()) for o, w in large.workspaces())
+        rows_large = sum(_rows(large, large.partition(o, w)) for o, w in large.workspaces())
         report = {
             "workspace": principal.workspace_path, "workspaces": {"1": len(small.workspaces()), "many": n_large},
-            "rows": {"1": sum(small.table_counts(small.schema_for(principal)).values()), "many": rows_large},
+            "rows": {"1": _rows(small, small.schema_for(principal)), "many": rows_large},
             "build_s": {"1": round(build_small, 1), "many": round(build_large, 1)},
             "queries": args.queries, "rounds": args.rounds, "arm": "lexical",
             **measure(small, large, principal, questions(args.data, args.queries), args.rounds),
@@ -143,3 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _rows(store: Store, schema: str | None) -> int:
+    return sum(store.table_counts(schema).values()) if schema is not None else 0

@@ -356,7 +356,8 @@ def compare_arms(store: Store, prepared: Prepared, arms: list[str], settings: Se
 def ablate(store: Store, prepared: Prepared, variants: dict[str, Variant], settings: Settings,
            semantic: SemanticArm | None, semantic_reason: str | None) -> dict[str, Any]:
     """One row per named variant: R@5, R@10, MRR and nDCG@10 at each level."""
-    rows, skipped = [], []
+    rows: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     for name, variant in variants.items():
         missing = unsupported_keywords(variant, recall)
         if missing:

@@ -50,7 +50,8 @@ def resolve_evidence(
 ) -> tuple[list[str], list[str], list[str]]:
     """(turns, sessions, dropped): evidence ids that name a turn of this conversation, the sessions
     holding them, and the ids that do not resolve (typos in the data set such as "D:11:26")."""
-    turns, dropped = [], []
+    turns: list[str] = []
+    dropped: list[str] = []
     for token in split_ids(evidence):
         (turns if token in turn_session else dropped).append(token)
     sessions = list(dict.fromkeys(turn_session[t] for t in turns))

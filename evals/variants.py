@@ -94,8 +94,8 @@ def describe(variant: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in variant.items():
         if isinstance(value, RecallOptions):
-            out[key] = {f: getattr(value, f) for f in value.__slots__  # type: ignore[attr-defined]
-                        if getattr(value, f) not in (None, [])}
+            out[key] = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+                        if getattr(value, f.name) not in (None, [])}
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             # a stage config: only what differs from its defaults
             default = type(value)()

@@ -79,7 +79,7 @@ class SingleFlight:
                 break
             await flight.done.wait()
             if flight.ok:
-                return flight.result  # type: ignore[no-any-return]
+                return flight.result
             if flight.error is not None:
                 raise flight.error
             # The computing task was cancelled: compute again ourselves.
@@ -88,7 +88,7 @@ class SingleFlight:
         try:
             flight.result = await fn()
             flight.ok = True
-            return flight.result  # type: ignore[no-any-return]
+            return flight.result
         except Exception as exc:
             flight.error = exc
             raise

@@ -82,7 +82,7 @@ class Upkeep:
             try:
                 # An ingest is idempotent, so one that an invalidated database cut short is run again.
                 result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
-                return result  # type: ignore[no-any-return]
+                return result
             finally:
                 # Also after a failure that came after the commit (a full disk at the index rebuild):
                 # the rows are in, and the kernel must not keep serving the old names.

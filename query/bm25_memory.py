@@ -16,10 +16,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-import duckdb
 import numpy as np
 
 from recallfs.query.caches import LruCache
+from recallfs.query.cursor import Cursor
 
 K1, B = 1.2, 0.75  # match_bm25's defaults
 
@@ -77,7 +77,7 @@ class Postings:
         return out
 
 
-def load_postings(cur: duckdb.DuckDBPyConnection, fts: str) -> Postings:
+def load_postings(cur: Cursor, fts: str) -> Postings:
     """Read DuckDB's FTS tables of schema `fts` into memory, with match_bm25's weights."""
     stats = cur.execute(f"SELECT num_docs, avgdl FROM {fts}.stats").fetchone()
     assert stats is not None
@@ -138,7 +138,7 @@ class PostingsCache:
         self._cache: LruCache[tuple[str, str, object], Postings] = LruCache(size)
         self._build_lock = threading.Lock()  # one load at a time: a burst of first queries loads once
 
-    def get(self, cur: duckdb.DuckDBPyConnection, store_path: str, fts: str, built_at: object) -> Postings:
+    def get(self, cur: Cursor, store_path: str, fts: str, built_at: object) -> Postings:
         key = (store_path, fts, built_at)
         hit = self._cache.get(key)
         if hit is not None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import duckdb
+from recallfs.query.cursor import Cursor
 
 MAX_CHAIN = 64  # supersession chains longer than this are cut: a guard against bad or cyclic data
 
@@ -90,7 +90,7 @@ def replaced_ids(facts: Mapping[str, FactState], limit: int = MAX_CHAIN) -> set[
     return {fid for fid in links if chain_head(links, fid, limit, rank)[0] != fid}
 
 
-def rebuild_heads(cur: duckdb.DuckDBPyConnection, schema: str) -> None:
+def rebuild_heads(cur: Cursor, schema: str) -> None:
     """Recompute the partition's heads inside the caller's transaction."""
     cur.execute(f"DELETE FROM {schema}.heads")
     for table in ("summaries", "turns"):

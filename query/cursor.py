@@ -74,6 +74,11 @@ class Cursor:
     def fetchone(self) -> tuple[Any, ...] | None:
         return self._call(self._conn.fetchone)  # type: ignore[no-any-return]
 
+    def scalar(self, query: str, parameters: object = None) -> int:
+        """The first column of the first row of `query`, as an int (0 when there is no row or it is NULL)."""
+        row = self.execute(query, parameters).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else 0
+
     def fetchnumpy(self) -> dict[str, np.ndarray]:
         return self._call(self._conn.fetchnumpy)  # type: ignore[no-any-return]
 

@@ -291,7 +291,7 @@ class Embedder:
             raise ModelMissingError(
                 f"sentence-transformers is not installed ({exc}); install recallfs[semantic]"
             ) from None
-        transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on the user's tty
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no bar on the tty
         self.device = pick_device(self.device_setting)
         model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
         dim = int(model.get_embedding_dimension() or 0)
@@ -420,13 +420,13 @@ class Embedder:
         a busy machine every OpenMP barrier waits for a descheduled peer: measured on 2 busy cores,
         2 threads took 60-900 ms per query, 1 thread 30-45 ms. Bulk embedding keeps all threads."""
         if self.device != "cpu" or self._encoder is None or not hasattr(self._encoder, "forward"):
-            return self._encode([text], batch_size=1)[0]
+            return np.asarray(self._encode([text], batch_size=1)[0])
         import torch
 
         before = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return self._encode([text], batch_size=1)[0]
+            return np.asarray(self._encode([text], batch_size=1)[0])
         finally:
             torch.set_num_threads(before)
 

@@ -61,7 +61,10 @@ def save(index_path: Path, stamp_path: Path, write_index: Callable[[str], None],
 
     atomic_write(index_path, write_checked)
     body = json.dumps({**stamp, **sums})
-    atomic_write(stamp_path, lambda tmp: Path(tmp).write_text(body, encoding="utf-8"))
+    def write_stamp(tmp: str) -> None:
+        Path(tmp).write_text(body, encoding="utf-8")
+
+    atomic_write(stamp_path, write_stamp)
 
 
 def load(index_path: Path, stamp_path: Path, expected: dict[str, Any], read_index: Callable[[str], Any]) -> Loaded:

@@ -20,6 +20,7 @@ import duckdb
 
 from recallfs.query import diskspace
 from recallfs.query.currentness import rebuild_heads
+from recallfs.query.cursor import Cursor
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 
@@ -106,7 +107,7 @@ def _staged(pending: dict[tuple[str, str], list[dict[str, object]]]) -> Iterator
             os.unlink(path)
 
 
-def _bulk_insert(cur: duckdb.DuckDBPyConnection, target: str, path: str) -> None:
+def _bulk_insert(cur: Cursor, target: str, path: str) -> None:
     columns = ", ".join(f"'{k}': '{v}'" for k, v in _COLUMNS.items())
     cur.execute(
         f"INSERT INTO {target} ({', '.join(_COLUMNS)}) "
@@ -115,11 +116,10 @@ def _bulk_insert(cur: duckdb.DuckDBPyConnection, target: str, path: str) -> None
     )
 
 
-def _check_space(cur: duckdb.DuckDBPyConnection, store: Store, staged_bytes: int, schemas: set[str]) -> None:
+def _check_space(cur: Cursor, store: Store, staged_bytes: int, schemas: set[str]) -> None:
     """Refuse before writing when the store's disk cannot take the transaction (diskspace.py: DuckDB
     may abort the process when a commit finds the disk full)."""
-    heads = sum(int(cur.execute(f"SELECT count(*) FROM {schema}.heads").fetchone()[0])  # type: ignore[index]
-                for schema in schemas)
+    heads = sum(cur.scalar(f"SELECT count(*) FROM {schema}.heads") for schema in schemas)
     need = diskspace.write_need(staged_bytes, heads)
     free = diskspace.free_bytes(store.path.parent)
     if free < need:
@@ -195,7 +195,7 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
 
 
 def _load_existing(
-    cur: duckdb.DuckDBPyConnection,
+    cur: Cursor,
     schema: str,
     table: str,
     known_source: dict[tuple[str, str, str], tuple[str, str]],

@@ -91,8 +91,8 @@ def refresh_indexes(
 
 def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str]]) -> None:
     cur = store.cursor()
-    text = sum(int(cur.execute(f"SELECT coalesce(sum(strlen(search_text)), 0) FROM {schema}.{table}")
-                   .fetchone()[0]) for schema, table in tables)  # type: ignore[index]
+    text = sum(cur.scalar(f"SELECT coalesce(sum(strlen(search_text)), 0) FROM {schema}.{table}")
+               for schema, table in tables)
     need, free = diskspace.fts_need(text), diskspace.free_bytes(store.path.parent)
     if free < need:  # checked first: see diskspace.py
         raise IndexRefreshError(_not_indexed(store, report, f"{diskspace.size(free)} free, rebuilding the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -70,8 +71,8 @@ class IndexState:
     max_rid: int  # the table's newest row
 
 
-_STATE = LruCache(512)
-_STEMS = LruCache(1024)
+_STATE: LruCache[tuple[Any, ...], Any] = LruCache(512)
+_STEMS: LruCache[str, list[str]] = LruCache(1024)
 
 
 def index_state(store: Store, schema: str, table: str) -> IndexState:
@@ -174,7 +175,7 @@ def score_indexed(
 
 # The last few queries' BM25 arrays: fused recall scores the semantic arm's rows right after the
 # lexical search of the same table, and would otherwise score every row of the index twice.
-_BM25 = LruCache(6)
+_BM25: LruCache[tuple[Any, ...], Any] = LruCache(6)
 
 
 def _bm25(

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import duckdb
-
+from recallfs.query.cursor import Cursor
 from recallfs.query.stopwords import STOPWORDS
 
 MEMORY_TABLES = ("facts", "summaries", "turns")
@@ -47,7 +46,7 @@ _MEMORY_COLUMNS = """
 """
 
 
-def _store_v1(conn: duckdb.DuckDBPyConnection) -> None:
+def _store_v1(conn: Cursor) -> None:
     conn.execute("CREATE SEQUENCE IF NOT EXISTS main.rid_seq START 1")
     conn.execute(
         """CREATE TABLE IF NOT EXISTS main.partitions (
@@ -65,7 +64,7 @@ def _store_v1(conn: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _store_v2(conn: duckdb.DuckDBPyConnection) -> None:
+def _store_v2(conn: Cursor) -> None:
     # Read policies (scope/policy.py). authors ['*'] means every author.
     conn.execute(
         """CREATE TABLE IF NOT EXISTS main.policies (
@@ -76,7 +75,7 @@ def _store_v2(conn: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _partition_v1(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
+def _partition_v1(conn: Cursor, schema: str) -> None:
     conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     for table in MEMORY_TABLES:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.{table} ({_MEMORY_COLUMNS})")
@@ -85,7 +84,7 @@ def _partition_v1(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
     conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.heads (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL)")
 
 
-def _partition_v2(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
+def _partition_v2(conn: Cursor, schema: str) -> None:
     # Embeddings (query/vectors.py): one row per memory row, FLOAT[d] at the store's dimension, which
     # main.meta records once a model has embedded. Before that, the first embed creates the table.
     conn.execute("CREATE TABLE IF NOT EXISTS main.meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
@@ -97,19 +96,19 @@ def _partition_v2(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
         )
 
 
-STORE_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_store_v1, _store_v2]
-PARTITION_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, str], None]] = [_partition_v1, _partition_v2]
+STORE_MIGRATIONS: list[Callable[[Cursor], None]] = [_store_v1, _store_v2]
+PARTITION_MIGRATIONS: list[Callable[[Cursor, str], None]] = [_partition_v1, _partition_v2]
 STORE_VERSION = len(STORE_MIGRATIONS)
 PARTITION_VERSION = len(PARTITION_MIGRATIONS)
 
 
-def store_version(conn: duckdb.DuckDBPyConnection) -> int:
+def store_version(conn: Cursor) -> int:
     conn.execute("CREATE TABLE IF NOT EXISTS main.meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
     row = conn.execute("SELECT value FROM main.meta WHERE key = 'store_version'").fetchone()
     return int(row[0]) if row else 0
 
 
-def migrate_store(conn: duckdb.DuckDBPyConnection) -> int:
+def migrate_store(conn: Cursor) -> int:
     """Bring the store-wide schema, then every partition, to the current version. Returns steps run."""
     steps = 0
     current = store_version(conn)
@@ -135,6 +134,6 @@ def migrate_store(conn: duckdb.DuckDBPyConnection) -> int:
     return steps
 
 
-def create_partition(conn: duckdb.DuckDBPyConnection, schema: str) -> None:
+def create_partition(conn: Cursor, schema: str) -> None:
     for step in range(PARTITION_VERSION):
         PARTITION_MIGRATIONS[step](conn, schema)

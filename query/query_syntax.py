@@ -9,8 +9,10 @@ naive UTC, as the store keeps them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 
@@ -44,11 +46,10 @@ class RecallOptions:
 
     def merged(self, other: RecallOptions) -> RecallOptions:
         """Values set in `other` win (inline options over CLI flags)."""
-        out = RecallOptions(**{f: _copied(getattr(self, f)) for f in self.__slots__})  # type: ignore[attr-defined]
-        for name in self.__slots__:  # type: ignore[attr-defined]
-            value = getattr(other, name)
-            if value not in (None, []):
-                setattr(out, name, _copied(value))
+        out = RecallOptions()
+        for name in (f.name for f in dataclasses.fields(self)):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(out, name, _copied(theirs if theirs not in (None, []) else mine))
         return out
 
 
@@ -154,33 +155,32 @@ def apply_option(opts: RecallOptions, name: str, value: str, now: datetime) -> N
         raise ValueError(f"{shown(value)!r} is out of range") from None
 
 
+def _recent(value: str) -> float:
+    low = value.lower()
+    if low in ("", "on", "true", "yes"):
+        return DEFAULT_HALF_LIFE_DAYS
+    if low in ("off", "false", "no"):
+        return 0.0
+    return parse_duration_days(value)
+
+
+# option -> how its value is read and stored; every reader raises ValueError for a bad value
+_SETTERS: dict[str, Callable[[RecallOptions, str, datetime], None]] = {
+    "kind": lambda o, v, now: o.kinds.extend(x.lower() for x in _names(v, "kind")),
+    "tag": lambda o, v, now: o.tags.extend(_names(v, "tag")),
+    "session": lambda o, v, now: setattr(o, "session", v),
+    "agent": lambda o, v, now: setattr(o, "agent", v),
+    "since": lambda o, v, now: setattr(o, "since", parse_when(v, now)),
+    "until": lambda o, v, now: setattr(o, "until", parse_when(v, now, end_of_day=True)),
+    "k": lambda o, v, now: setattr(o, "k", _int(v, 1, MAX_K)),
+    "offset": lambda o, v, now: setattr(o, "offset", _int(v, 0, MAX_OFFSET)),
+    "budget": lambda o, v, now: setattr(o, "budget", _int(v, MIN_BUDGET, MAX_BUDGET)),
+    "recent": lambda o, v, now: setattr(o, "recent_half_life_days", _recent(v)),
+}
+
+
 def _set(opts: RecallOptions, name: str, value: str, now: datetime) -> None:
-    if name == "kind":
-        opts.kinds.extend(v.lower() for v in _names(value, name))
-    elif name == "tag":
-        opts.tags.extend(_names(value, name))
-    elif name == "session":
-        opts.session = value
-    elif name == "agent":
-        opts.agent = value
-    elif name == "since":
-        opts.since = parse_when(value, now)
-    elif name == "until":
-        opts.until = parse_when(value, now, end_of_day=True)
-    elif name == "k":
-        opts.k = _int(value, 1, MAX_K)
-    elif name == "offset":
-        opts.offset = _int(value, 0, MAX_OFFSET)
-    elif name == "budget":
-        opts.budget = _int(value, MIN_BUDGET, MAX_BUDGET)
-    elif name == "recent":
-        low = value.lower()
-        if low in ("", "on", "true", "yes"):
-            opts.recent_half_life_days = DEFAULT_HALF_LIFE_DAYS
-        elif low in ("off", "false", "no"):
-            opts.recent_half_life_days = 0.0
-        else:
-            opts.recent_half_life_days = parse_duration_days(value)
+    _SETTERS[name](opts, value, now)
 
 
 def _split(text: str) -> list[str]:

@@ -19,7 +19,9 @@ from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
-from recallfs.query.rows import Row, load_rows
+from recallfs.query.readable import Row
+from recallfs.query.rows import load_rows
+from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
@@ -155,17 +157,17 @@ def recall(
     principal: Principal,
     query: str,
     *,
-    k: int = 10,
+    k: int = DEFAULTS.k,
     offset: int = 0,
     arm: str = "fused",
     semantic: SemanticArm | None = None,
     options: RecallOptions | None = None,
-    candidates: int = 100,
-    rrf_k: int = 60,
+    candidates: int = DEFAULTS.candidates,
+    rrf_k: int = DEFAULTS.rrf_k,
     weights: dict[str, float] | None = None,
     now: datetime | None = None,
     stages: StageConfig | None = None,
-    fusion: str = "calibrated",
+    fusion: str = DEFAULTS.fusion,
 ) -> RecallResult:
     """`weights`: provenance weights (None: the defaults in ranking.provenance of the fusion that runs,
     DEFAULT_WEIGHTS for calibrated, RANK_WEIGHTS for rank fusion and single arms; {}: equal).

@@ -25,7 +25,7 @@ LOAD_CHUNK = 4000  # rids per statement; keeps the SQL text bounded
 # Memory rows are append-only (a change is a new row), so a loaded row never goes stale for as long as
 # its Store object is open; fetching a few hundred rows by rid from DuckDB scans every column of the
 # table (about 20 ms at 100k rows), while successive recalls keep meeting the same candidates.
-_ROWS = LruCache(20_000)
+_ROWS: LruCache[tuple[int, str, str, int], tuple[Any, ...]] = LruCache(20_000)
 
 
 def load_rows(store: Store, schema: str, table: str, rids: Iterable[int], *, cache: bool = True) -> dict[int, Row]:

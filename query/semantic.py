@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recallfs.query.embedder import Embedder, embedder_from_settings
-from recallfs.query.settings import Settings
+from recallfs.query.settings import DEFAULTS, Settings
 from recallfs.query.store import Store
 from recallfs.query.vectors import (
     ModelMismatchError,
@@ -58,7 +58,7 @@ class SemanticSearch:
         embedder: Embedder | None,
         *,
         enabled: bool = True,
-        budget_ms: float | None = 2000,
+        budget_ms: float | None = DEFAULTS.embed_timeout_ms,
         indexes: VectorIndexes | None = None,
         min_cosine: float = MIN_COSINE,
         fused_min_z: float = FUSED_MIN_Z,

@@ -165,6 +165,7 @@ class Settings:
 
 
 FUSIONS = ("calibrated", "rrf")
+DEFAULTS = Settings()  # the defaults, for signatures that take a setting as a keyword
 SETTINGS: tuple[Setting, ...] = tuple(
     Setting(f.name, f.default, f.metadata["help"]) for f in fields(Settings))
 # The settings that become StageConfig fields, by the same names.

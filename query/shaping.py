@@ -91,8 +91,8 @@ def _indexed_vectors(
         return None
 
 
-_ENTITY_NAMES = LruCache(256)
-_HAS_VECTORS = LruCache(1024)
+_ENTITY_NAMES: LruCache[tuple[Any, ...], list[str]] = LruCache(256)
+_HAS_VECTORS: LruCache[tuple[Any, ...], bool] = LruCache(1024)
 
 
 def entity_names(cur: Cursor, schema: str, store: Store | None = None) -> list[str]:

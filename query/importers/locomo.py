@@ -51,7 +51,7 @@ def convert_sample(sample: dict[str, Any], *, org: str, agent: str) -> list[Memo
     sample_id = str(sample["sample_id"])
     conv = sample["conversation"]
     records: list[MemoryRecord] = []
-    common = {"org": org, "workspace": sample_id, "agent": agent, "source": "locomo"}
+    common: dict[str, Any] = {"org": org, "workspace": sample_id, "agent": agent, "source": "locomo"}
     session_dates: dict[int, datetime] = {}
     for n, turns, date_text in _sessions(conv):
         start = parse_locomo_date(date_text)
