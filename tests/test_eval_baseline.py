@@ -42,7 +42,8 @@ def test_ci_subset_keeps_the_baseline(ci_run):
 
 @pytest.mark.parametrize("metric", ["r@10", "ndcg@10"])
 def test_the_pipeline_beats_the_best_single_arm(ci_run, metric):
-    # Issue 5's must-show (design.md section 4): the default pipeline is at least as good as either arm.
+    # Fusion must beat the best single arm (the README's Ranking section): the default pipeline is at
+    # least as good as either arm.
     _, report = ci_run
     figures = {arm: report["arms"][arm]["turn"]["all_tables"][metric] for arm in ("lexical", "semantic", "fused")}
     assert figures["fused"] >= max(figures["lexical"], figures["semantic"]), figures
