@@ -225,15 +225,19 @@ def measure_recall(path: Path, embedder: Embedder, n_queries: int, budget_ms: fl
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench_recall", description=__doc__.split("\n\n")[0])
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench_recall", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated")
     p.add_argument("--queries", type=int, default=100, help="distinct queries per mode and size")
     p.add_argument("--ingest-rows", type=int, default=2000, help="rows for the ingest throughput figure")
     p.add_argument("--pool", type=int, default=5000, help="distinct base sentences embedded per store (0: all)")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "recallfs-bench-recall")
     p.add_argument("--budget-ms", type=float, default=2000, help="query embedding budget during the run")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     embedder = embedder_from_settings(resolve())

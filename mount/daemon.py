@@ -181,7 +181,6 @@ def serve(config: MountConfig) -> int:
     import pyfuse3
     import trio
 
-    from recallfs.mount.control import ControlServer
     from recallfs.query.fts_freshness import repair_fts
     from recallfs.query.store import StoreError, StoreLockedError
 
@@ -216,18 +215,7 @@ def serve(config: MountConfig) -> int:
         store.close()
         ready.fail(f"cannot mount {mountpoint}: {exc}")
         return 1
-    p = config.principal
-    agent = p.agent if not config.uid_map else "uid-mapped: " + ", ".join(
-        f"{uid}={a}" for uid, a in sorted(config.uid_map.items()))
-    state = registry.MountState(
-        pid=os.getpid(), mountpoint=mountpoint, store=str(config.store), org=p.org, workspace=p.workspace,
-        agent=agent, socket=str(sock_path), log=str(registry.log_path(config.mountpoint)),
-        started_at=datetime.now().isoformat(timespec="seconds"),
-    )
-    registry.write_state(state)
-    control = ControlServer(ops, {"pid": state.pid, "mountpoint": mountpoint, "store": state.store,
-                                  "principal": p.workspace_path, "agent": agent}, cfg,
-                            uid_map=config.uid_map, principal=p)
+    control = _record(config, ops, sock_path)
     code = 0
     try:
         trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}")
@@ -241,6 +229,24 @@ def serve(config: MountConfig) -> int:
         registry.remove_state(config.mountpoint, pid=os.getpid())
         store.close()
     return code
+
+
+def _record(config: MountConfig, ops: Any, sock_path: Path) -> Any:
+    """Record this mount in its state file (for `recallfs status`), and make its control server."""
+    from recallfs.mount.control import ControlServer
+
+    p, mountpoint = config.principal, str(config.mountpoint)
+    agent = p.agent if not config.uid_map else "uid-mapped: " + ", ".join(
+        f"{uid}={a}" for uid, a in sorted(config.uid_map.items()))
+    state = registry.MountState(
+        pid=os.getpid(), mountpoint=mountpoint, store=str(config.store), org=p.org, workspace=p.workspace,
+        agent=agent, socket=str(sock_path), log=str(registry.log_path(config.mountpoint)),
+        started_at=datetime.now().isoformat(timespec="seconds"),
+    )
+    registry.write_state(state)
+    return ControlServer(ops, {"pid": state.pid, "mountpoint": mountpoint, "store": state.store,
+                               "principal": p.workspace_path, "agent": agent}, config.settings,
+                         uid_map=config.uid_map, principal=p)
 
 
 async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready, what: str) -> None:
