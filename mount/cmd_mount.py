@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from recallfs.mount.cli_common import open_store, principal_from, resolve_settings, store_args, store_path
 from recallfs.mount.cli_errors import EXIT_OK, CliError
+from recallfs.query.settings import chosen
 
 
 def register(sub: Any) -> None:
@@ -86,7 +86,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     info["workspaces"] = {
                         f"{o}/{w}": store.table_counts(store.partition(o, w)) for o, w in store.workspaces()
                     }
-    elif args.store or os.environ.get("RECALLFS_STORE"):  # the default store need not exist to list mounts
+    elif chosen("store", args.store):  # the default store need not exist to list mounts
         path = store_path(cfg)
         problem = f"no store at {path}; create one with `recallfs init --store {path}`"
     info["mounts"] = mount_status()  # listed all the same: they say which daemon is in trouble

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from recallfs.mount.cli_common import (
     store_path,
 )
 from recallfs.mount.cli_errors import EXIT_OK, CliError
-from recallfs.query.settings import Settings
+from recallfs.query.settings import Settings, chosen
 
 
 def register(sub: Any) -> None:
@@ -70,7 +69,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _ingest_principal(args: argparse.Namespace, cfg: Settings) -> tuple[str, str, str]:
     from recallfs.scope.principal import check_name, parse_workspace
 
-    if args.format == "locomo" and not (args.workspace or os.environ.get("RECALLFS_WORKSPACE")):
+    if args.format == "locomo" and not chosen("workspace", args.workspace):
         org, ws = "locomo", "unused"  # each conversation names its own workspace
     else:
         org, ws = parse_workspace(cfg.workspace)

@@ -196,6 +196,12 @@ def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] |
     return Settings(**values)
 
 
+def chosen(name: str, override: object = None, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the user chose this setting (its flag, or its RECALLFS_* variable) rather than its default."""
+    env = os.environ if env is None else env
+    return override is not None or bool(env.get(setting(name).env))
+
+
 def weights_from(text: str) -> dict[str, float] | None:
     """The `weights` setting's text as a fusion weights mapping ({} is equal weights, None the defaults
     of whichever fusion runs)."""

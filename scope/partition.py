@@ -8,14 +8,8 @@ from __future__ import annotations
 
 import hashlib
 
-from recallfs.scope.principal import Principal
-
 
 def partition_schema(org: str, workspace: str) -> str:
     """A stable SQL identifier for a partition. Hashed so any legal name maps to a safe identifier."""
     digest = hashlib.sha1(f"{org}/{workspace}".encode()).hexdigest()[:16]
     return f"p_{digest}"
-
-
-def principal_schema(principal: Principal) -> str:
-    return partition_schema(principal.org, principal.workspace)
