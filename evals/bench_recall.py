@@ -254,22 +254,34 @@ def main(argv: list[str] | None = None) -> int:
     ingest = measure_ingest(embedder, args.ingest_rows) if args.ingest_rows > 0 else {}
     rows: list[tuple[int, dict[str, Any]]] = []
     for size in (int(s) for s in args.sizes.split(",") if s.strip()):
-        args.cache.mkdir(parents=True, exist_ok=True)
-        path = args.cache / f"store-{size}-pool{args.pool}-{embedder.model_id.replace('@', '-')}.duckdb"
-        if not path.exists():
-            print(f"building {path} ({size} memories)...", file=sys.stderr)
-            t0 = time.perf_counter()
-            tmp = path.with_suffix(".building")
-            for stale in (tmp, Path(str(tmp) + ".wal")):
-                stale.unlink(missing_ok=True)
-            build_store(tmp, size, embedder, args.pool)
-            os.replace(tmp, path)
-            folder = Path(str(tmp) + ".faiss")
-            if folder.exists():
-                os.replace(folder, Path(str(path) + ".faiss"))
-            print(f"  built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        path = _cached_store(args.cache, size, embedder, args.pool)
         rows.append((size, measure_recall(path, embedder, args.queries, args.budget_ms)))
+    _print_report(args, ingest, rows)
+    return 0
 
+
+def _cached_store(cache: Path, size: int, embedder: Embedder, pool: int) -> Path:
+    """A built store of `size` memories, reused across runs; built beside and renamed so a crash leaves none."""
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"store-{size}-pool{pool}-{embedder.model_id.replace('@', '-')}.duckdb"
+    if path.exists():
+        return path
+    print(f"building {path} ({size} memories)...", file=sys.stderr)
+    t0 = time.perf_counter()
+    tmp = path.with_suffix(".building")
+    for stale in (tmp, Path(str(tmp) + ".wal")):
+        stale.unlink(missing_ok=True)
+    build_store(tmp, size, embedder, pool)
+    os.replace(tmp, path)
+    folder = Path(str(tmp) + ".faiss")
+    if folder.exists():
+        os.replace(folder, Path(str(path) + ".faiss"))
+    print(f"  built in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return path
+
+
+def _print_report(args: argparse.Namespace, ingest: dict[str, float],
+                  rows: list[tuple[int, dict[str, Any]]]) -> None:
     print()
     if ingest:
         print(f"ingest, {args.ingest_rows} rows: {ingest['embed']:.0f} rows/s with embedding "
@@ -298,7 +310,6 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"targets: hybrid p50 <= {TARGETS['hybrid_p50_ms_100k']:.0f} ms and p95 <= "
           f"{TARGETS['hybrid_p95_ms_100k']:.0f} ms at 100k; hybrid/lexical <= {TARGETS['ratio']:.0f}x")
-    return 0
 
 
 if __name__ == "__main__":
