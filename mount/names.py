@@ -16,7 +16,6 @@ NAME_MAX = 255
 # '/' cannot appear in a file name. Stored values (tags, sessions, entities) show it as U+2215
 # DIVISION SLASH, which looks the same; in recall queries both that and %2F mean '/'.
 SLASH_STANDIN = "\u2215"
-_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _PERCENT_SLASH = re.compile(r"%2f", re.I)
 
 TABLE_SINGULAR = {table: singular for singular, table in TYPE_TO_TABLE.items()}  # "facts" -> "fact"
@@ -27,11 +26,10 @@ class NameTooLong(ValueError):
 
 
 def slug(text: str, max_chars: int = 48, fallback: str = "memory") -> str:
-    """Lower-case words joined by '-': 'Tests use nextest!' -> 'tests-use-nextest'. Never holds '--'."""
-    folded = unicodedata.normalize("NFKD", text.lower())
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    """Lower-case words joined by '-': 'Tests use nextest!' -> 'tests-use-nextest'. Never holds '--'.
+    Text of symbols only ('👍') is named by their Unicode names ('thumbs-up-sign')."""
     out = ""
-    for word in _WORDS.findall(folded):
+    for word in slug_words(text) or slug_words(symbol_names(text)):
         candidate = f"{out}-{word}" if out else word
         if len(candidate) > max_chars:
             if not out:
@@ -39,6 +37,36 @@ def slug(text: str, max_chars: int = 48, fallback: str = "memory") -> str:
             break
         out = candidate
     return out or fallback
+
+
+def slug_words(text: str) -> list[str]:
+    """The words of `text`, lower-cased: letters and digits with the marks attached to them."""
+    words: list[str] = []
+    current = ""
+    for ch in unicodedata.normalize("NFKC", text).lower():
+        if ch.isalnum() or (current and unicodedata.category(ch).startswith("M")):
+            current += _fold(ch)
+        elif current:
+            words.append(current)
+            current = ""
+    return [*words, current] if current else words
+
+
+def _fold(ch: str) -> str:
+    """Accents come off Latin letters (é -> e) only: elsewhere a mark is part of the letter (で is not
+    て, and a Hangul syllable decomposes into jamo)."""
+    bare = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+    return bare if bare.isascii() and bare.isalnum() else ch
+
+
+def symbol_names(text: str) -> str:
+    """The Unicode names of the symbols in `text` ('👍 🎉' -> 'THUMBS UP SIGN PARTY POPPER')."""
+    return " ".join(unicodedata.name(ch, "") for ch in text if unicodedata.category(ch).startswith("S"))
+
+
+def describe(text: str) -> str:
+    """`text` when it has words, else the names of its symbols: what a file name can say about it."""
+    return text if slug_words(text) else symbol_names(text)
 
 
 def fits(name: str) -> bool:

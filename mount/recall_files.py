@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from recallfs.mount import render
 from recallfs.mount.entries import RECALL_DEP, Entry, RecallSnapshot, blob
-from recallfs.mount.names import encode_value, fact_name, hit_name, turn_name
+from recallfs.mount.names import describe, encode_value, fact_name, hit_name, turn_name
 from recallfs.mount.paths import Kind
 from recallfs.query.readable import Row
 
@@ -36,8 +36,8 @@ def hit_label(row: Row) -> str:
         date = row["created_at"].strftime("%Y-%m-%d") if row.get("created_at") else ""
         return f"{date} {row.get('title') or row.get('session') or ''}"
     if row["table"] == "turns":
-        return f"{row.get('speaker') or ''} {row['content']}"
-    return str(row["content"])
+        return f"{row.get('speaker') or ''} {describe(str(row['content']))}"
+    return describe(str(row["content"]))
 
 
 def tree_path(row: Row) -> str | None:

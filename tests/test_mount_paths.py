@@ -19,6 +19,7 @@ from recallfs.mount.names import (
     version_name,
 )
 from recallfs.mount.paths import Kind, resolve
+from recallfs.mount.recall_files import hit_label
 
 ROUTES = [
     ("", Kind.ROOT, {}),
@@ -102,6 +103,15 @@ def test_255_bytes_is_fine() -> None:
     ("one two three four five six seven eight nine ten eleven", "one-two-three-four-five-six-seven-eight-nine-ten"),
     ("x" * 80, "x" * 48),
     ("日本語 テキスト", "日本語-テキスト"),
+    # marks are part of the letter outside Latin: で is not て, a Hangul syllable is not its jamo
+    ("データベースで", "データベースで"),
+    ("ﾃﾞｰﾀ", "データ"),
+    ("한국어 메모", "한국어-메모"),
+    ("हिन्दी भाषा", "हिन्दी-भाषा"),
+    ("ﬁle №5", "file-no5"),
+    # symbols only: named by their Unicode names, not by the fallback
+    ("👍", "thumbs-up-sign"),
+    ("✅ 🎉", "white-heavy-check-mark-party-popper"),
 ])
 def test_slug(text: str, expected: str) -> None:
     assert slug(text) == expected
@@ -177,3 +187,14 @@ def test_parse_fact_name(name: str, mem_id: str | None) -> None:
                                                ("v1.txt", None), ("v01.md", None)])
 def test_parse_version_name(name: str, version: int | None) -> None:
     assert parse_version_name(name) == version
+
+
+@pytest.mark.parametrize(("row", "name"), [
+    ({"table": "turns", "speaker": "maya", "content": "👍"}, "10-turn-maya-thumbs-up-sign.md"),
+    ({"table": "turns", "speaker": "maya", "content": "Sure, ship it"}, "10-turn-maya-sure-ship-it.md"),
+    ({"table": "facts", "content": "🚀"}, "10-fact-rocket.md"),
+    ({"table": "facts", "content": "本番環境でデプロイする"}, "10-fact-本番環境でデプロイする.md"),
+])
+def test_hit_names_say_what_the_hit_holds(row: dict, name: str) -> None:
+    """A turn of symbols only is not named by its speaker alone (10-turn-maya.md)."""
+    assert hit_name(10, row["table"], hit_label(row)) == name
