@@ -19,7 +19,8 @@ def render_json(result: RecallResult) -> str:
 
 def _status_line(result: RecallResult) -> str:
     if not result.degraded:
-        return "hybrid (lexical + semantic)"
+        return {"lexical": "lexical arm (chosen)", "semantic": "semantic arm (chosen)"}.get(
+            result.arm, "hybrid (lexical + semantic)")
     return f"degraded: {result.degraded_reason} (lexical arm only)"
 
 

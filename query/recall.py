@@ -213,8 +213,10 @@ def parse(
 
 def semantic_state(arm: str, semantic: SemanticArm | None) -> tuple[bool, str | None]:
     """(degraded, degraded_reason) before any search runs."""
-    if arm == "lexical" or semantic is None:
-        return True, "off"  # lexical-only was asked for, or there is no semantic arm
+    if arm == "lexical":
+        return False, None  # the arm the caller chose: not a degradation
+    if semantic is None:
+        return True, "off"  # there is no semantic arm (RECALLFS_SEMANTIC=false)
     ready, reason = semantic.availability()
     return not ready, reason
 

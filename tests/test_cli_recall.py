@@ -31,8 +31,20 @@ def test_json_contract(loaded):
         assert hit["rank"] == i and hit["arms"] == ["lexical"] and 0 < hit["score"] <= 1
     scores = [h["score"] for h in out["hits"]]
     assert scores == sorted(scores, reverse=True)
-    assert out["degraded"] is True and out["degraded_reason"] == "off"
+    assert out["degraded"] is False and out["degraded_reason"] is None  # a chosen arm is not a degradation
     assert out["pagination"] == {"offset": 0, "k": 5, "returned": 5, "has_more": True, "next_offset": 5}
+
+
+@pytest.mark.parametrize(("args", "degraded", "reason", "status"), [
+    (["--arm", "lexical"], False, None, "lexical arm (chosen)"),
+    ([], True, "off", "degraded: off"),  # fused asked for, and RECALLFS_SEMANTIC=false leaves no semantic arm
+])
+def test_a_chosen_arm_is_not_a_degradation(loaded, args, degraded, reason, status):
+    out = json.loads(loaded("recall", "deploy docs", "--format", "json", *args, check=True).stdout)
+    assert (out["degraded"], out["degraded_reason"]) == (degraded, reason)
+    assert status in loaded("recall", "deploy docs", *args, check=True).stdout.splitlines()[0]
+    block = loaded("recall", "deploy docs", "--format", "context", *args, check=True).stdout
+    assert ("degraded_reason" in block) is degraded
 
 
 def test_offset_and_inline_k(loaded):
