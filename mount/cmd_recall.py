@@ -89,10 +89,13 @@ def _recall_via_daemon(args: argparse.Namespace, cfg: Settings, principal: Any, 
     """When a mount daemon holds the store (DuckDB then excludes other readers), it runs the recall;
     its semantic arm is already warm. None when no daemon holds the store."""
     from recallfs.mount import control
+    from recallfs.mount.request_settings import chosen_settings
 
+    # The settings this caller chose travel with the request: the daemon applies them to this recall
+    # (or says in the notes why not), so a setting means the same mounted or not.
     payload = {"op": "recall", "query": args.query, "k": opts.k, "offset": opts.offset, "arm": args.arm,
                "format": args.format, "options": control.options_payload(opts), "org": principal.org,
-               "workspace": principal.workspace, "agent": principal.agent}
+               "workspace": principal.workspace, "agent": principal.agent, "settings": chosen_settings(cfg)}
     reply = control.request(cfg.store, payload)
     return None if reply is None else str(reply["output"])
 

@@ -234,19 +234,35 @@ class ControlServer:
         fmt = req.get("format", "text")
         if fmt not in RENDERERS:
             raise ControlError(f"unknown format {fmt!r}")
-        cfg = self.settings
-        semantic = self.ops.semantic if req.get("arm", "fused") != "lexical" else None
+        applied = self._settings_for(req)
+        cfg = applied.settings
+        semantic = self.ops.semantic if req.get("arm", "fused") != "lexical" and applied.semantic else None
 
         def work() -> str:
             result = recall(
                 self.ops.store, principal, req["query"], k=int(req.get("k") or cfg.k),
                 offset=int(req.get("offset") or 0), arm=req.get("arm", "fused"),
                 options=_options(req.get("options") or {}), semantic=semantic,
-                **cfg.ranking().recall_kwargs(),  # the daemon's ranking, as in its recall/ directories
+                **cfg.ranking().recall_kwargs(),  # the daemon's ranking with the caller's choices applied
             )
+            result.notes.extend(applied.notes)
             return RENDERERS[fmt](result)
 
         return {"ok": True, "output": await self.ops._sync(work)}
+
+    def _settings_for(self, req: dict[str, Any]) -> Any:
+        """The daemon's settings with the caller's chosen ones applied (request_settings.py); scope
+        settings are never taken from a request."""
+        from recallfs.mount.request_settings import apply_requested
+        from recallfs.query.settings import SettingsError
+
+        requested = req.get("settings") or {}
+        if not isinstance(requested, dict):
+            raise ControlError("settings must be an object")
+        try:
+            return apply_requested(self.settings, requested, has_semantic=self.ops.semantic is not None)
+        except SettingsError as exc:
+            raise ControlError(str(exc)) from None
 
     def _counts(self) -> dict[str, dict[str, int]]:
         store = self.ops.store

@@ -136,8 +136,10 @@ except recallfs.mount.control.ControlError as exc:
 
 def run_cli_as(uid: int, *args: str, env: dict[str, str] | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`recallfs ARGS` in a process running as `uid` (semantic arm off: a routed command does not use it)."""
-    return _as_uid(uid, ["cli", *args], {**(env or {}), "RECALLFS_SEMANTIC": "false"}, timeout)
+    """`recallfs ARGS` in a process running as `uid`. A routed recall sends the settings its caller chose,
+    so RECALLFS_SEMANTIC is left to the daemon (the env's value is dropped, not sent)."""
+    env = {k: v for k, v in (env or {}).items() if k != "RECALLFS_SEMANTIC"}
+    return _as_uid(uid, ["cli", *args], env, timeout)
 
 
 def request_as(uid: int, store: Path, payload: dict) -> dict:

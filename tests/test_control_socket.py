@@ -284,6 +284,20 @@ def test_a_mapped_uid_recalls_as_its_own_agent_whatever_it_claims(mapped: dict) 
 @pytest.mark.mount
 @needs_fuse
 @needs_users
+def test_settings_in_a_request_never_change_who_reads(mapped: dict) -> None:
+    """A recall carries its caller's settings (request_settings.py); scope is not among them."""
+    claim = {"agent": "auditor", "workspace": "other/ws", "org": "other", "store": "/elsewhere"}
+    reply = request_as(mapped["uids"]["reader"], mapped["mount"].store, {
+        "op": "recall", "query": "plover", "format": "json", "options": {}, "org": "acme",
+        "workspace": "proj", "agent": "auditor", "settings": {**claim, "k": 1}})
+    out = json.loads(reply["output"])
+    assert (out["workspace"], out["agent"]) == ("acme/proj", "reader")
+    assert len(out["hits"]) == 1 and out["hits"][0]["id"] in {"f-plover", "f-keys"}
+
+
+@pytest.mark.mount
+@needs_fuse
+@needs_users
 def test_unmapped_uids_are_refused_root_included(mapped: dict) -> None:
     proc = run_cli_as(mapped["uids"]["outsider"], "recall", "--agent", "auditor", "plover", env=mapped["env"])
     assert proc.returncode == 1 and "plover" not in proc.stdout
