@@ -28,7 +28,7 @@ from recallfs.mount.entries import (
     directory,
 )
 from recallfs.mount.index_page import Place, index_bytes
-from recallfs.mount.listings import Batch, Listings
+from recallfs.mount.listings import Batch, Listings, turn_names
 from recallfs.mount.lookups import Lookups
 from recallfs.mount.paths import Kind, Match
 from recallfs.query.catalog import Catalog
@@ -123,7 +123,23 @@ class Browser:
         result = recall(self.store, self.principal, query, k=self.k, semantic=self.semantic,
                         **self.ranking.recall_kwargs())
         self.last_recall_degraded = result.degraded_reason if result.degraded else None
-        return recall_files.snapshot(query, result)
+        return recall_files.snapshot(query, result, self.mountpoint, self._turn_files(result))
+
+    def _turn_files(self, result: Any) -> dict[int, str]:
+        """rid -> file name in sessions/<s>/turns/ of the turns among the hits: two turns of one seq and
+        speaker are told apart by id there (listings.turn_names), so the name needs its session's turns."""
+        sessions = {h.row.get("session") for h in result.hits if h.table == "turns"} - {None}
+        cat = self.catalog() if sessions else None
+        if cat is None:
+            return {}
+        groups = cat.sessions()
+        out: dict[int, str] = {}
+        for session in sessions:
+            metas = sorted(groups.get(session, {}).get("turns", []),
+                           key=lambda m: (m.seq if m.seq is not None else -1, m.created_at, m.rid))
+            names = turn_names([{"seq": m.seq, "speaker": m.speaker, "id": m.id} for m in metas])
+            out.update((m.rid, name) for m, name in zip(metas, names, strict=True))
+        return out
 
     # -- change sets (for kernel invalidation after an ingest) -----------------------------------------
     def heads(self) -> set[int]:

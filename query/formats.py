@@ -35,7 +35,8 @@ def render_text(result: RecallResult, width: int = 100) -> str:
         card = result.entity
         lines.append(f"  entity {card.name}: {card.total_facts} current facts")
         for f in card.facts:
-            lines.append("     - " + textwrap.shorten(f"[{f['kind']} {f['id']}] {f['content']}", width=width - 7,
+            text = f"(hit {f['hit']} below)" if "hit" in f else f["content"]
+            lines.append("     - " + textwrap.shorten(f"[{f['kind']} {f['id']}] {text}", width=width - 7,
                                                     placeholder=" ..."))
     for hit in result.hits:
         r = hit.row
@@ -68,7 +69,8 @@ def render_context(result: RecallResult) -> str:
     if result.entity is not None:  # an exact entity match: its card comes before the ranked hits
         card = result.entity
         out.append(f"<entity name={quoteattr(card.name)} facts=\"{card.total_facts}\">")
-        out.extend(f"<fact id={quoteattr(f['id'])} kind={quoteattr(f['kind'])}>{escape(f['content'])}</fact>"
+        out.extend(f"<fact id={quoteattr(f['id'])} kind={quoteattr(f['kind'])} hit=\"{f['hit']}\"/>" if "hit" in f
+                   else f"<fact id={quoteattr(f['id'])} kind={quoteattr(f['kind'])}>{escape(f['content'])}</fact>"
                    for f in card.facts)
         out.append("</entity>")
     for hit in result.hits:

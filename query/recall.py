@@ -22,7 +22,7 @@ from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.readable import Row
 from recallfs.query.rows import load_rows
 from recallfs.query.settings import DEFAULTS
-from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card
+from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card, fit_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.fusion import calibrated, rrf
@@ -189,8 +189,8 @@ def recall(
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic)
     shaped = _shape(authorized, config, inputs, trace)
-    entity = _entity(req, scope, trace) if config.entity_first else None
     hits = _page(shaped.cands, rows, req, trace)
+    entity = _entity(req, scope, hits, trace) if config.entity_first else None
     return _result(req, principal, trace, t_start, hits=hits, total=len(shaped.cands), entity=entity,
                    stages=shaped.stages)
 
@@ -286,12 +286,16 @@ def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, tra
     return shaped
 
 
-def _entity(req: Request, scope: Scope, trace: Trace) -> EntityCard | None:
-    """The card of the entity the query names exactly (query/shaping.entity_card)."""
+def _entity(req: Request, scope: Scope, hits: list[Hit], trace: Trace) -> EntityCard | None:
+    """The card of the entity the query names exactly (query/shaping.entity_card), fitted beside the
+    page's hits: no fact twice, and within budget:N (shaping.fit_card)."""
     if not req.text.strip():
         return None
-    return trace.timed("entity", partial(entity_card, scope.cur, scope.schema, req.text, scope.where, scope.params,
+    card = trace.timed("entity", partial(entity_card, scope.cur, scope.schema, req.text, scope.where, scope.params,
                                          scope.store))
+    fitted, notes = fit_card(card, [(h.id, h.rank, str(h.row["content"])) for h in hits], req.options.budget)
+    trace.notes.extend(notes)
+    return fitted
 
 
 def _page(ranked: list[Candidate], rows: dict[int, Row], req: Request, trace: Trace) -> list[Hit]:

@@ -25,7 +25,7 @@ from recallfs.query.vectors import META_MODEL, VECTORS, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.entity_match import match_entity
 from recallfs.ranking.pipeline import Shaped, StageConfig, shape
-from recallfs.ranking.text import words
+from recallfs.ranking.text import estimate_tokens, words
 
 log = logging.getLogger("recallfs.shaping")
 
@@ -158,6 +158,39 @@ def entity_card(
         for r in rows
     ]
     return EntityCard(name=name, facts=facts, total_facts=total)
+
+
+def fit_card(
+    card: EntityCard | None, hits: Sequence[tuple[str, int, str]], budget: int | None
+) -> tuple[EntityCard | None, list[str]]:
+    """The card as returned beside this page of hits ((id, rank, content) each), and notes.
+
+    Nothing is returned twice: a card fact that is a hit keeps its place on the card as a reference to
+    the hit's rank, without its text. `budget:N` covers everything returned: the hits were chosen
+    within it first (they are ranked), and the card's facts take what is left, in card order; those
+    that do not fit are dropped and the note says how many. None when nothing of the card is left."""
+    if card is None:
+        return None, []
+    ranks = {mem_id: rank for mem_id, rank, _ in hits}
+    left = None if budget is None else budget - sum(estimate_tokens(text) for _, _, text in hits)
+    facts: list[dict[str, Any]] = []
+    dropped = 0
+    for fact in card.facts:
+        rank = ranks.get(fact["id"])
+        if rank is not None:
+            facts.append({k: v for k, v in fact.items() if k != "content"} | {"hit": rank})
+        elif left is None or estimate_tokens(fact["content"]) <= left:
+            left = None if left is None else left - estimate_tokens(fact["content"])
+            facts.append(fact)
+        else:
+            dropped += 1
+    notes = []
+    if dropped:
+        notes.append(f"budget {budget} tokens: the entity card of {card.name} kept {len(facts)} of "
+                     f"{len(card.facts)} facts (the hits came first)")
+    if not facts:
+        return None, notes
+    return EntityCard(name=card.name, facts=facts, total_facts=card.total_facts), notes
 
 
 def query_vector(query: SemanticQuery | None) -> tuple[np.ndarray | None, str | None]:

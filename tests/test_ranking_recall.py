@@ -76,8 +76,11 @@ def test_recent_off_and_recency_off_keep_the_relevance_order(store):
 def test_exact_entity_match_puts_the_card_first(store):
     result = recall(store, ME, "maya", arm="lexical")
     assert result.entity is not None and result.entity.name == "Maya"
-    assert [f["content"] for f in result.entity.facts] == ["Maya owns the release process",
-                                                           "Maya prefers small pull requests"]
+    # both facts are also hits on this page: the card refers to them by rank rather than repeating them
+    by_rank = {h.rank: h.row["content"] for h in result.hits}
+    assert [by_rank[f["hit"]] for f in result.entity.facts] == ["Maya owns the release process",
+                                                                "Maya prefers small pull requests"]
+    assert all("content" not in f for f in result.entity.facts)
     assert result.entity.total_facts == 2
     out = result.as_json()
     assert out["entity"]["name"] == "Maya" and out["hits"]  # the ranked hits follow the card
@@ -151,7 +154,10 @@ def test_renderers_show_the_entity_card_before_the_hits(store):
     result = recall(store, ME, "Maya", arm="lexical")
     root = ET.fromstring(render_context(result))
     assert root[0].tag == "entity" and root[0].get("name") == "Maya" and root[0].get("facts") == "2"
-    assert [f.text for f in root[0]] == ["Maya owns the release process", "Maya prefers small pull requests"]
+    assert [f.text for f in root[0]] == [None, None]  # both are hits: referred to, not repeated
+    hits = {h.get("rank"): h.text for h in root.findall("hit")}
+    assert [hits[f.get("hit")] for f in root[0]] == ["Maya owns the release process",
+                                                     "Maya prefers small pull requests"]
     assert root[1].tag == "hit"
     text = render_text(result)
     assert text.index("entity Maya: 2 current facts") < text.index("  1. [")
