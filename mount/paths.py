@@ -148,7 +148,7 @@ def _query(name: str) -> Params | None:
 
 
 def _hit(name: str) -> Params | None:
-    m = re.fullmatch(r"([0-9]{2,})-(fact|summary|turn)-.*\.md", name)
+    m = re.fullmatch(r"([0-9]{2,})-(fact|summary|turn|entity)-.*\.md", name)
     return {"rank": int(m.group(1))} if m else None
 
 

@@ -110,6 +110,10 @@ def test_the_entity_card_is_a_file_in_the_recall_directory(mounted: Mount) -> No
     for f in results["entity"]["facts"]:
         assert f["id"] in text or ("content" in f and f["content"] in text)
     assert Path(meta["path"]).read_text() == (mounted.path / "entities" / "ci.md").read_text()
+    # opened by its name alone, with no listing before (an agent that knows the name)
+    proc = subprocess.run(["cat", str(mounted.path / "recall" / "ci k:1" / "00-entity-ci.md")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "entity: ci" in proc.stdout, proc.stderr
 
 
 @pytest.mark.mount

@@ -57,6 +57,7 @@ ROUTES = [
     ("recall/CI\u2215CD", Kind.QUERY_LINK, {"query": "CI/CD"}),
     ("recall/.results/how do I run tests", Kind.QUERY, {"query": "how do I run tests"}),
     ("recall/.results/q/results.json", Kind.RESULTS_JSON, {"query": "q"}),
+    ("recall/.results/q/00-entity-ci.md", Kind.HIT, {"query": "q", "rank": 0}),
     ("recall/.results/q/context.xml", Kind.CONTEXT_XML, {"query": "q"}),
     ("recall/.results/q/01-fact-tests-use-nextest.md", Kind.HIT, {"query": "q", "rank": 1}),
     ("recall/.results/q/102-turn-x.md", Kind.HIT, {"query": "q", "rank": 102}),
