@@ -110,7 +110,13 @@ def boundary(*, reply: bool = True) -> Callable[[Handler[P, T]], Handler[P, T]]:
 
 class RefusesWrites:
     """Every write is refused with EROFS. The mount is also mounted `ro`, so the kernel refuses most of
-    them first. A subclass checks its caller in `_refuse` (ctx: the request's context)."""
+    them first. A subclass checks its caller in `_refuse` (ctx: the request's context).
+
+    `mkdir recall/<q>` never gets here: the kernel answers EEXIST first, because every name under
+    recall/ exists (a query) and Linux checks existence before write access (fs/namei.c,
+    filename_create(): a positive lookup is -EEXIST before mnt_want_write()'s -EROFS is returned). A
+    FUSE lookup is not told that a mkdir asks, so no answer of ours can change that; EEXIST is true, and
+    it keeps `mkdir -p recall/<q>` working (tests/test_recall_dir.py)."""
 
     stats: Stats
 

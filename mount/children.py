@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from recallfs.mount import recall_readme
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import Blocking
 from recallfs.mount.dir_cache import Directories
@@ -33,6 +34,8 @@ class Children:
         if KINDS[match.kind].fixed:  # facts/, sessions/, facts/by-kind/, recall/.results/ ...: no store query
             return Entry(name, match.kind)
         if parent.kind is Kind.RECALL:
+            if match.kind is Kind.RECALL_README:
+                return recall_readme.entry()
             if match.kind is not Kind.QUERY_LINK:
                 raise NotFound(name)
             return Entry(name, Kind.QUERY_LINK, target=f"{RESULTS_DIR}/{name}")

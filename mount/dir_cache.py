@@ -11,6 +11,7 @@ from typing import Any
 
 import trio
 
+from recallfs.mount import recall_readme
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import Blocking, SingleFlight
 from recallfs.mount.entries import ContentKey, Entry, Listing
@@ -58,7 +59,9 @@ class Directories:
             assert node.snapshot is not None  # set when the node was made (MountOps._materialize)
             return Listing(node.snapshot.entries, unlisted=node.snapshot.earlier)
         if node.kind is Kind.RECALL:
-            return Listing([Entry(q, Kind.QUERY_LINK, target=f"{RESULTS_DIR}/{q}") for q in self.recent_queries()])
+            links = [Entry(q, Kind.QUERY_LINK, target=f"{RESULTS_DIR}/{q}") for q in self.recent_queries()
+                     if q != recall_readme.NAME]  # that name is the file (its query is reached as .results/README.md)
+            return Listing([recall_readme.entry(), *links])
         if node.kind is Kind.RESULTS:
             return Listing([])  # hidden: reached through the links in recall/
         cached = self.listings.get(listing_key(node.kind, node.params))

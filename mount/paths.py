@@ -46,6 +46,7 @@ class Kind(StrEnum):
     VERSIONS = "versions"
     VERSION = "version"
     RECALL = "recall"
+    RECALL_README = "recall_readme"
     RESULTS = "results"
     QUERY_LINK = "query_link"
     QUERY = "query"
@@ -92,6 +93,7 @@ KINDS: dict[Kind, KindInfo] = {
     Kind.VERSIONS: KindInfo(truncatable=True, batch_key="id", direct=True),
     Kind.VERSION: _PLAIN,
     Kind.RECALL: _FIXED,
+    Kind.RECALL_README: _PLAIN,
     Kind.RESULTS: _FIXED,
     Kind.QUERY_LINK: _PLAIN,  # a symlink (its entry has a target)
     Kind.QUERY: KindInfo(recall=True),
@@ -206,6 +208,7 @@ ROUTES: tuple[Route, ...] = (
     Route(("recall", RESULTS_DIR, "{query}", "results.json"), Kind.RESULTS_JSON),
     Route(("recall", RESULTS_DIR, "{query}", "context.xml"), Kind.CONTEXT_XML),
     Route(("recall", RESULTS_DIR, "{query}", "{hit}"), Kind.HIT),
+    Route(("recall", "README.md"), Kind.RECALL_README),  # what recall/ is (mount/recall_readme.py)
     Route(("recall", "{query}"), Kind.QUERY_LINK),
 )
 

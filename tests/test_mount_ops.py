@@ -166,7 +166,7 @@ async def test_recall_directory_holds_hits_json_and_context(ops: MountOps) -> No
     assert names[-2:] == ["results.json", "context.xml"]
     assert names[0].startswith("01-")
     recall = await lookup_path(ops, "recall")
-    assert await listing(ops, recall) == ["nextest retries"]  # recent queries, as links
+    assert await listing(ops, recall) == ["README.md", "nextest retries"]  # how to recall; recent queries, as links
     same = await lookup_path(ops, "recall/.results/nextest retries")
     assert same == results  # within the TTL and the same generation: the same snapshot
 

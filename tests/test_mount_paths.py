@@ -53,6 +53,8 @@ ROUTES = [
     ("recall", Kind.RECALL, {}),
     ("recall/.results", Kind.RESULTS, {}),
     ("recall/how do I run tests", Kind.QUERY_LINK, {"query": "how do I run tests"}),
+    ("recall/README.md", Kind.RECALL_README, {}),
+    ("recall/README.md k:3", Kind.QUERY_LINK, {"query": "README.md k:3"}),
     ("recall/CI%2FCD k:5", Kind.QUERY_LINK, {"query": "CI/CD k:5"}),
     ("recall/CI\u2215CD", Kind.QUERY_LINK, {"query": "CI/CD"}),
     ("recall/.results/how do I run tests", Kind.QUERY, {"query": "how do I run tests"}),
