@@ -31,8 +31,9 @@ def test_recall_lists_a_readme_that_says_how_to_recall(mounted: Mount) -> None:
 
 @pytest.mark.parametrize("tool", [["grep", "-ri"], ["rg", "-i"]])
 def test_grep_and_rg_over_recall_say_why_they_find_no_memory(mounted: Mount, tool: list[str]) -> None:
-    """What an agent types: a search of recall/ itself. Before, it printed nothing at all. Now it searches
-    recall/README.md, whose lines about searching name the tool and the way that works."""
+    """What an agent types: a search of recall/ itself. Before, it searched no file at all. Now it
+    searches recall/README.md, whose lines about searching name the tool and the way that works (a
+    pattern the file does not hold still prints nothing: the file cannot know the pattern)."""
     sh("ls", str(mounted.path / "recall" / "flaky windows test") + "/")  # a recent query: a link in recall/
     proc = sh(*tool, tool[0], "recall/", cwd=mounted.path)
     assert proc.returncode == 0, proc.stderr
