@@ -59,14 +59,17 @@ def _fold(ch: str) -> str:
     return bare if bare.isascii() and bare.isalnum() else ch
 
 
-def symbol_names(text: str) -> str:
-    """The Unicode names of the symbols in `text` ('👍 🎉' -> 'THUMBS UP SIGN PARTY POPPER')."""
-    return " ".join(unicodedata.name(ch, "") for ch in text if unicodedata.category(ch).startswith("S"))
+def symbol_names(text: str, category: str = "S") -> str:
+    """The Unicode names of the characters of this category in `text`, each once ('👍 🎉' ->
+    'THUMBS UP SIGN PARTY POPPER'; with "P", '??' -> 'QUESTION MARK')."""
+    chars = dict.fromkeys(ch for ch in text if unicodedata.category(ch).startswith(category))
+    return " ".join(unicodedata.name(ch, "") for ch in chars)
 
 
 def describe(text: str) -> str:
-    """`text` when it has words, else the names of its symbols: what a file name can say about it."""
-    return text if slug_words(text) else symbol_names(text)
+    """`text` when it has words, else the names of its symbols, else of its punctuation: what a file
+    name can say about it (a turn that is only '👍' or '?' is not named by its speaker alone)."""
+    return text if slug_words(text) else symbol_names(text) or symbol_names(text, "P")
 
 
 def fits(name: str) -> bool:

@@ -195,6 +195,8 @@ def test_parse_version_name(name: str, version: int | None) -> None:
 @pytest.mark.parametrize(("row", "name"), [
     ({"table": "turns", "speaker": "maya", "content": "👍"}, "10-turn-maya-thumbs-up-sign.md"),
     ({"table": "turns", "speaker": "maya", "content": "Sure, ship it"}, "10-turn-maya-sure-ship-it.md"),
+    ({"table": "turns", "speaker": "maya", "content": "??"}, "10-turn-maya-question-mark.md"),
+    ({"table": "turns", "speaker": "maya", "content": "👍👍 !"}, "10-turn-maya-thumbs-up-sign.md"),
     ({"table": "facts", "content": "🚀"}, "10-fact-rocket.md"),
     ({"table": "facts", "content": "本番環境でデプロイする"}, "10-fact-本番環境でデプロイする.md"),
 ])
