@@ -21,7 +21,7 @@ def snapshot(query: str, result: RecallResult) -> RecallSnapshot:
     deps = frozenset({RECALL_DEP})
     entries: list[Entry] = []
     for hit in result.hits:
-        row = {**hit.row, "table": hit.table}
+        row = {**hit.row, "table": hit.table, "replaces": hit.replaces}
         data = render.render_hit(hit.rank, hit.score, hit.arms, row, tree_path(row))
         entries.append(Entry(hit_name(hit.rank, hit.table, hit_label(row), width), Kind.HIT, {"rank": hit.rank},
                              content=blob(data), mtime=row.get("created_at"), deps=deps))
