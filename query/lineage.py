@@ -20,7 +20,7 @@ names a memory the reader's policy hides.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
@@ -80,6 +80,8 @@ class Lineage:
 
     def visible(self, readable: Callable[[Ref], bool]) -> Lineage:
         """The same, naming only versions the reader may read."""
+        if self.superseded_by is None and not self.supersedes:
+            return self
         by = self.superseded_by if self.superseded_by is not None and readable(self.superseded_by) else None
         return Lineage(self.current, by, tuple(r for r in self.supersedes if readable(r)))
 
@@ -139,8 +141,13 @@ class PartitionLinks:
     links: dict[int, Links] = field(default_factory=dict)
 
     def lineage(self, rid: int, current: bool) -> Lineage:
-        by, older = self.links.get(rid, (None, ()))
-        return Lineage(current, by, older)
+        found = self.links.get(rid)
+        if found is None:  # most rows: one version, no link; shared, as they end up in every file's key
+            return _CURRENT if current else _NOT_CURRENT
+        return Lineage(current, *found)
+
+
+_CURRENT, _NOT_CURRENT = Lineage(True), Lineage(False)
 
 
 _CACHE: LruCache[tuple[Any, ...], PartitionLinks] = LruCache(32)
@@ -168,10 +175,12 @@ def partition_links(store: Store, schema: str) -> PartitionLinks:
 
 
 def replaced_by_hits(
-    store: Store, principal: Principal, schema: str, hits: Iterable[tuple[str, int]]
+    store: Store, principal: Principal, schema: str, hits: Sequence[tuple[str, int]]
 ) -> dict[int, list[str]]:
     """rid -> the versions each (table, rid) replaced, as `<id>/v<n>`, cut to those `principal` may
     read (the gate, every version): what a recall hit says it replaces."""
+    if not hits:
+        return {}
     links = partition_links(store, schema).links
     older = {rid: links[rid][1] for _, rid in hits if rid in links and links[rid][1]}
     wanted: dict[str, set[int]] = {}
