@@ -11,6 +11,7 @@ and caches.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from recallfs.mount import recall_files, render
@@ -32,6 +33,7 @@ from recallfs.mount.listings import Batch, Listings, turn_names
 from recallfs.mount.lookups import Lookups
 from recallfs.mount.paths import Kind, Match
 from recallfs.query.catalog import Catalog
+from recallfs.query.lineage import Lineage
 from recallfs.query.readable import Changed, Meta, Readable
 from recallfs.query.settings import Ranking, Settings
 from recallfs.query.store import Store
@@ -103,12 +105,13 @@ class Browser:
             raise NotFound(name)
         return self.lookups.lookup(cat, parent_kind, parent_params, name, match)
 
-    def row_bytes(self, table: str, rid: int) -> bytes:
-        """Re-render one memory version whose bytes left the cache (authorized again first)."""
+    def row_bytes(self, table: str, rid: int, lineage: Lineage | None) -> bytes:
+        """Re-render one memory version whose bytes left the cache (authorized again first), with the
+        lineage its file was listed with, so that the bytes match the size announced then."""
         row = self.reader.row(table, rid)
         if row is None:
             raise NotFound(rid)
-        return render.render_memory(row)
+        return render.render_memory({**row, "lineage": lineage})
 
     # -- index.md and recall ---------------------------------------------------------------------------
     def index_bytes(self, cat: Readable | None, status: dict[str, Any]) -> bytes:
@@ -146,8 +149,12 @@ class Browser:
         return self.reader.heads()
 
     def deps_of(self, rids: Iterable[int]) -> set[Dep]:
-        """What changed, as invalidation tags: the ids, sessions, entities, kinds and tags of these rows."""
-        return deps_of(self.reader.changed(rids))
+        """What changed, as invalidation tags: the ids, sessions, entities, kinds and tags of these rows,
+        and the ids linked to them (their history front matter names what replaced what)."""
+        changed = self.reader.changed(rids)
+        cat = self.catalog()
+        linked = self.reader.neighbours(cat, changed.ids) if cat is not None else set()
+        return deps_of(replace(changed, ids=changed.ids | linked))
 
 
 def deps_of(changed: Changed) -> set[Dep]:

@@ -24,8 +24,9 @@ Batch = list[tuple[Kind, dict[str, Any], Listing]]
 
 # -- entries from rows (pure) --------------------------------------------------------------------------
 def row_content(row: Row) -> tuple[Content, bytes]:
+    """The lineage is part of the key: a version's front matter changes when a newer one replaces it."""
     data = render.render_memory(row)
-    return Content(("row", row["table"], int(row["rid"])), len(data)), data
+    return Content(("row", row["table"], int(row["rid"]), row.get("lineage")), len(data)), data
 
 
 def finish(entries: list[Entry], rows: dict[ContentKey, bytes], truncated: tuple[int, int] | None,
@@ -108,7 +109,9 @@ def versions_listing(mem_id: str, found: list[Row]) -> Listing:
         taken.add(name)
         content, data = row_content(row)
         out[content.key] = data
-        entries.append(Entry(name, Kind.VERSION, content=content, mtime=row["created_at"]))
+        # deps: a newer version (or a link to another memory) changes this one's front matter
+        entries.append(Entry(name, Kind.VERSION, content=content, mtime=row["created_at"],
+                             deps=frozenset({("id", mem_id)})))
     return finish(entries, out, None, f"history/{mem_id}/")
 
 

@@ -191,8 +191,8 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
             return content.data
         data = self.cache.content.get(content.key)
         if data is None:
-            _, table, rid = content.key
-            data = await self._sync(self.browser.row_bytes, table, rid)
+            _, table, rid, lineage = content.key
+            data = await self._sync(self.browser.row_bytes, table, rid, lineage)
             self.cache.content.put(content.key, data)
         if len(data) != content.size:
             raise RuntimeError(f"{node.name}: rendered {len(data)} bytes, announced {content.size}")

@@ -33,7 +33,7 @@ def snapshot(query: str, result: RecallResult, mountpoint: str = "",
         entries.append(Entry(f"{0:0{width}d}-entity-{slug(result.entity.name, 40)}.md", Kind.HIT, {"rank": 0},
                              content=blob(data), deps=deps))
     for hit in result.hits:
-        row = {**hit.row, "table": hit.table}
+        row = {**hit.row, "table": hit.table, "replaces": hit.replaces}
         path = tree_path(row, mountpoint, (turn_files or {}).get(hit.rid))
         data = render.render_hit(hit.rank, hit.score, hit.arms, row, path)
         entries.append(Entry(hit_name(hit.rank, hit.table, hit_label(row), width), Kind.HIT, {"rank": hit.rank},

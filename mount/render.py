@@ -82,7 +82,10 @@ def memory_fields(row: Row) -> list[tuple[str, Any]]:
     fields += _optional(row, "session", "seq", "speaker", "entity", "slot", "title")
     fields += [("tags", list(row["tags"] or [])), ("refs", list(row["refs"] or []))]
     fields += [("source_id", row["source_id"]), ("source", row["source"])]
-    fields += _optional(row, "supersedes", "superseded_by", "caption")
+    lineage = row.get("lineage")
+    if lineage is not None:  # current, superseded_by, supersedes: resolved (query/lineage.py)
+        fields += lineage.fields()
+    fields += _optional(row, "caption")
     return fields
 
 
@@ -159,6 +162,8 @@ def render_hit(rank: int, score: float, arms: Sequence[str], row: Row, path: str
     fields += _optional(row, "session", "seq", "speaker", "entity", "title")
     fields += [("tags", list(row["tags"] or [])), ("source_id", row["source_id"]),
                ("refs", list(row.get("refs") or [])), ("agent", row["agent"])]
+    if row.get("replaces"):
+        fields.append(("replaces", list(row["replaces"])))  # the versions it replaced: history/<id>/v<n>.md
     if path:
         fields.append(("path", path))
     return (front_matter(fields) + "\n" + memory_body(row)).encode()

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from recallfs.query.gate import scope_clause
+from recallfs.query.lineage import Lineage, Ref, partition_links
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.readable import Changed, Meta, Readable, Row
 from recallfs.query.rows import load_rows
@@ -30,6 +31,10 @@ def _rid_lists(rids: Sequence[int]) -> Iterable[str]:
     and int() makes sure nothing but integers reaches the SQL text."""
     for start in range(0, len(rids), RID_CHUNK):
         yield ",".join(str(int(r)) for r in rids[start:start + RID_CHUNK])
+
+
+def _readable(cat: Readable, ref: Ref) -> bool:
+    return ref.rid in cat.readable.get(ref.table, frozenset())
 
 
 class Catalog:
@@ -89,7 +94,26 @@ class Catalog:
         allowed = cat.current[table] if current_only else cat.readable[table]
         wanted = [rid for rid in rids if rid in allowed]
         by_rid = load_rows(self.store, cat.schema, table, wanted, cache=False)
-        return [by_rid[rid] for rid in wanted if rid in by_rid]
+        return [{**by_rid[rid], "lineage": self.lineage(cat, table, rid)} for rid in wanted if rid in by_rid]
+
+    def lineage(self, cat: Readable, table: str, rid: int) -> Lineage:
+        """Whether this version is current, and what replaced it and what it replaced, naming only
+        versions this principal may read (query/lineage.py)."""
+        links = cat.derived("links", lambda: partition_links(self.store, cat.schema))
+        return links.lineage(rid, rid in cat.current[table]).visible(lambda ref: _readable(cat, ref))
+
+    def neighbours(self, cat: Readable, ids: Iterable[str]) -> set[str]:
+        """The memories linked to any version of these (a write that changes one changes their front
+        matter too). For invalidation only, so not cut to what this principal may read."""
+        links = cat.derived("links", lambda: partition_links(self.store, cat.schema))
+        wanted = set(ids)
+        out: set[str] = set()
+        versions = cat.history_ids()
+        for mem_id in wanted:
+            for meta in versions.get(mem_id, ()):
+                by, older = links.links.get(meta.rid, (None, ()))
+                out.update(r.id for r in (*older, *([by] if by is not None else [])))
+        return out - wanted
 
     def load_metas(self, cat: Readable, metas: Sequence[Meta], *, current_only: bool = True) -> list[Row]:
         """Content for these rows (of any tables), in their order."""

@@ -1,7 +1,9 @@
 """Which row is current: the derived `heads` table, and supersession chains.
 
 Memory rows are append-only. A memory is current when:
-- its highest version is active (a newer version of the same id replaces the older ones);
+- its head version is active: the head is the newest by `created_at`, ties going to the later
+  arrival (the highest `version`); versions are numbered by arrival, so an older record ingested
+  late is history, never the head (query/versioning.py);
 - following supersession links from it leads nowhere else: a link `old -> new` comes from a
   non-deleted fact's `supersedes: old`, or from a fact's `superseded_by: new` naming a fact that exists and is
   not deleted (so deleting a correction brings back what it had replaced, and a pointer to a fact
@@ -21,12 +23,14 @@ from typing import Any
 
 from recallfs.query.cursor import Cursor
 
+# A memory's head among its versions: the newest by time, then the last to arrive (query/versioning.py).
+HEAD_ORDER = "PARTITION BY id ORDER BY created_at DESC, version DESC, rid DESC"
 MAX_CHAIN = 64  # supersession chains longer than this are cut: a guard against bad or cyclic data
 
 
 @dataclass(frozen=True, slots=True)
 class FactState:
-    """The latest version of one fact id, as far as currentness cares."""
+    """The head version of one fact id, as far as currentness cares."""
 
     id: str
     status: str
@@ -97,11 +101,11 @@ def rebuild_heads(cur: Cursor, schema: str) -> None:
         cur.execute(
             f"""INSERT INTO {schema}.heads
                 SELECT rid, '{table}' FROM (
-                    SELECT rid, status, row_number() OVER (PARTITION BY id ORDER BY version DESC) AS rn
+                    SELECT rid, status, row_number() OVER ({HEAD_ORDER}) AS rn
                     FROM {schema}.{table}) WHERE rn = 1 AND status = 'active'"""
         )
     latest = f"""SELECT * FROM (
-            SELECT *, row_number() OVER (PARTITION BY id ORDER BY version DESC) AS rn FROM {schema}.facts)
+            SELECT *, row_number() OVER ({HEAD_ORDER}) AS rn FROM {schema}.facts)
         WHERE rn = 1"""
     # Only facts that take part in a link matter to the chain walk; the rest are read by SQL alone.
     rows = cur.execute(

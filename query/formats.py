@@ -49,6 +49,8 @@ def render_text(result: RecallResult, width: int = 100) -> str:
         lines.append(head)
         body = textwrap.shorten(f"{who} {r['content']}".strip(), width=width * 3, placeholder=" ...")
         lines.extend("     " + part for part in textwrap.wrap(body, width=width - 5))
+        if hit.replaces:
+            lines.append(f"     (replaces {', '.join(hit.replaces)})")
     if result.has_more:
         lines.append(f"  more: add --offset {result.offset + len(result.hits)} for the next page")
     if not result.hits:
@@ -78,6 +80,7 @@ def render_context(result: RecallResult) -> str:
         when = r["created_at"].isoformat(sep=" ", timespec="minutes") if r["created_at"] else ""
         extra = f" speaker={quoteattr(r['speaker'])}" if r.get("speaker") else ""
         extra += f" session={quoteattr(r['session'])}" if r.get("session") else ""
+        extra += f" replaces={quoteattr(' '.join(hit.replaces))}" if hit.replaces else ""
         out.append(
             f"<hit rank=\"{hit.rank}\" id={quoteattr(hit.id)} table=\"{hit.table}\" kind={quoteattr(r['kind'])} "
             f"source={quoteattr(r['source_id'])} date=\"{when}\" score=\"{hit.score:.3f}\"{extra}>"

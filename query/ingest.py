@@ -2,7 +2,8 @@
 
 A batch is all or nothing: records are validated first (an importer raises IngestError with
 FILE:LINE), then written inside one transaction. Re-ingesting an unchanged record (same table,
-source_id and content hash) writes nothing; a changed one appends a new version.
+memory and content hash as any stored version) writes nothing; a changed one appends a new version,
+which becomes the memory's head only if it is not older than the head (query/versioning.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from recallfs.query.currentness import rebuild_heads
 from recallfs.query.cursor import Cursor
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
+from recallfs.query.versioning import MemoryVersions, Outcome, decide
 
 
 class IngestError(ValueError):
@@ -43,6 +45,7 @@ class IngestReport:
     written: int = 0
     unchanged: int = 0
     new_versions: int = 0
+    historical: int = 0  # new versions older than their memory's head: written to history only
     partitions: set[tuple[str, str]] = field(default_factory=set)
     written_rids: dict[str, list[int]] = field(default_factory=dict)  # schema.table -> rids
     # full-text indexes found behind (an earlier ingest stopped before rebuilding them) and rebuilt
@@ -54,6 +57,7 @@ class IngestReport:
             "written": self.written,
             "unchanged": self.unchanged,
             "new_versions": self.new_versions,
+            "historical": self.historical,
             "workspaces": sorted(f"{o}/{w}" for o, w in self.partitions),
             "fts_repaired": list(self.fts_repaired),
         }
@@ -142,37 +146,56 @@ def write_records(
         raise disk_full(store.path, str(exc).splitlines()[0][:200]) from None
 
 
+class _Known:
+    """What the store (and the batch so far) holds, per (schema, table): source_id -> memory id, and
+    memory id -> its versions. Loaded once per table the batch touches."""
+
+    def __init__(self, cur: Cursor) -> None:
+        self.cur = cur
+        self.loaded: set[tuple[str, str]] = set()
+        self.source: dict[tuple[str, str, str], str] = {}
+        self.memories: dict[tuple[str, str, str], MemoryVersions] = {}
+
+    def load(self, schema: str, table: str) -> None:
+        if (schema, table) in self.loaded:
+            return
+        self.loaded.add((schema, table))
+        rows = self.cur.execute(
+            f"SELECT source_id, id, version, content_hash, created_at FROM {schema}.{table} ORDER BY version, rid"
+        ).fetchall()
+        for source_id, mem_id, version, content_hash, created_at in rows:
+            self.source[(schema, table, str(source_id))] = str(mem_id)  # the latest arrival's id
+            self.memory(schema, table, str(mem_id)).add(str(content_hash), int(version), created_at)
+
+    def memory(self, schema: str, table: str, mem_id: str) -> MemoryVersions:
+        return self.memories.setdefault((schema, table, mem_id), MemoryVersions())
+
+
 def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], None] | None) -> IngestReport:
     report = IngestReport()
     report.read = len(batch)
     now = datetime.now()
     with store.transaction() as cur:
         pending: dict[tuple[str, str], list[dict[str, object]]] = {}
-        # (schema, table, source_id) -> (hash, id); (schema, table, id) -> max version
-        known_source: dict[tuple[str, str, str], tuple[str, str]] = {}
-        known_version: dict[tuple[str, str, str], int] = {}
-        loaded: set[tuple[str, str]] = set()
+        known = _Known(cur)
         accepted: list[tuple[tuple[str, str], MemoryRecord, int]] = []
         for index, rec in enumerate(batch):
             schema = store.ensure_partition(cur, rec.org, rec.workspace)
             report.partitions.add((rec.org, rec.workspace))
-            key = (schema, rec.table)
-            if key not in loaded:
-                _load_existing(cur, schema, rec.table, known_source, known_version)
-                loaded.add(key)
-            previous = known_source.get((schema, rec.table, rec.source_id))
-            if previous is not None:
-                prev_hash, prev_id = previous
-                if prev_hash == rec.content_hash:
-                    report.unchanged += 1
-                    continue
-                rec.id = prev_id  # a changed source record is a new version of the same memory
-            version = known_version.get((schema, rec.table, rec.id), 0) + 1
-            if version > 1:
-                report.new_versions += 1
-            accepted.append((key, rec, version))
-            known_source[(schema, rec.table, rec.source_id)] = (rec.content_hash, rec.id)
-            known_version[(schema, rec.table, rec.id)] = version
+            known.load(schema, rec.table)
+            # a known source record keeps its memory id: a changed one is a new version of it
+            rec.id = known.source.get((schema, rec.table, rec.source_id), rec.id)
+            versions = known.memory(schema, rec.table, rec.id)
+            outcome = decide(versions, rec.content_hash, rec.created_at)
+            if outcome is Outcome.UNCHANGED:
+                report.unchanged += 1
+                continue
+            version = versions.max_version + 1
+            report.new_versions += outcome is not Outcome.NEW
+            report.historical += outcome is Outcome.HISTORICAL
+            accepted.append(((schema, rec.table), rec, version))
+            known.source[(schema, rec.table, rec.source_id)] = rec.id
+            versions.add(rec.content_hash, version, rec.created_at)
             if progress and index % 200 == 0:
                 progress(index)
         # One round trip for all row ids rather than one per record.
@@ -192,20 +215,3 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
     if progress:
         progress(report.read)
     return report
-
-
-def _load_existing(
-    cur: Cursor,
-    schema: str,
-    table: str,
-    known_source: dict[tuple[str, str, str], tuple[str, str]],
-    known_version: dict[tuple[str, str, str], int],
-) -> None:
-    rows = cur.execute(
-        f"""SELECT source_id, content_hash, id, version FROM {schema}.{table}
-            QUALIFY row_number() OVER (PARTITION BY source_id ORDER BY version DESC, rid DESC) = 1"""
-    ).fetchall()
-    for source_id, content_hash, mem_id, _ in rows:
-        known_source[(schema, table, str(source_id))] = (str(content_hash), str(mem_id))
-    for mem_id, version in cur.execute(f"SELECT id, max(version) FROM {schema}.{table} GROUP BY id").fetchall():
-        known_version[(schema, table, str(mem_id))] = int(version)

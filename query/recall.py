@@ -17,6 +17,7 @@ from recallfs.query.arms import Scope, SemanticArm, SemanticQuery, Trace, calibr
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms
+from recallfs.query.lineage import replaced_by_hits
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.readable import Row
@@ -49,6 +50,8 @@ class Hit:
     row: dict[str, Any]
     # other memories folded into this hit by dedup or near-duplicate collapse: {id, table, source_id}
     also: list[dict[str, Any]] = field(default_factory=list)
+    # the versions this one replaced, as <id>/v<n> (query/lineage.py), those the reader may read
+    replaces: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         r = self.row
@@ -70,6 +73,8 @@ class Hit:
         }
         if self.also:
             out["provenance"]["also"] = self.also
+        if self.replaces:
+            out["replaces"] = self.replaces
         for key in ("speaker", "seq", "entity", "title", "caption"):
             if r.get(key) is not None:
                 out[key] = r[key]
@@ -190,6 +195,9 @@ def recall(
                          query=None if trace.degraded else handle, vectors_from=semantic)
     shaped = _shape(authorized, config, inputs, trace)
     hits = _page(shaped.cands, rows, req, trace)
+    replaced = replaced_by_hits(store, principal, schema, [(h.table, h.rid) for h in hits])
+    for hit in hits:
+        hit.replaces = replaced.get(hit.rid, [])
     entity = _entity(req, scope, hits, trace) if config.entity_first else None
     return _result(req, principal, trace, t_start, hits=hits, total=len(shaped.cands), entity=entity,
                    stages=shaped.stages)

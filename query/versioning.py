@@ -1,0 +1,58 @@
+"""What an ingested record does to its memory: nothing, a new head, or a historical version.
+
+Versions are append-only and numbered in order of arrival (`version` 1, 2, 3, ...). Which version is
+the memory's head is decided by time, not by arrival: the newest `created_at`, and among versions
+with the same `created_at` the one that arrived last. So:
+
+- a record equal to any stored version of its memory (the same content hash: content, status,
+  `created_at` and every other field) writes nothing;
+- a record older than the memory's newest version is written as a historical version and never
+  becomes the head;
+- a `deleted` or `superseded` head stays so until a record at least as new says otherwise.
+
+`created_at` is required by every importer, so every version has a time. Pure: tested from tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+__all__ = ["MemoryVersions", "Outcome", "decide", "is_newer"]
+
+
+class Outcome(Enum):
+    UNCHANGED = "unchanged"  # equal to a stored version: nothing is written
+    NEW = "new"  # the memory's first version
+    HEAD = "head"  # a new version that is the memory's newest
+    HISTORICAL = "historical"  # a new version older than the memory's newest: history only
+
+
+@dataclass(slots=True)
+class MemoryVersions:
+    """What ingest knows of one memory's stored versions (and those accepted earlier in the batch)."""
+
+    hashes: set[str] = field(default_factory=set)
+    max_version: int = 0
+    newest: datetime | None = None  # created_at of the head by time
+
+    def add(self, content_hash: str, version: int, created_at: datetime) -> None:
+        self.hashes.add(content_hash)
+        self.max_version = max(self.max_version, version)
+        if self.newest is None or created_at >= self.newest:
+            self.newest = created_at
+
+
+def is_newer(created_at: datetime, newest: datetime | None) -> bool:
+    """Whether a version made at `created_at` becomes the head over one made at `newest`. A tie goes
+    to the record that arrives later: it restates or corrects the same moment."""
+    return newest is None or created_at >= newest
+
+
+def decide(known: MemoryVersions | None, content_hash: str, created_at: datetime) -> Outcome:
+    if known is None or known.max_version == 0:
+        return Outcome.NEW
+    if content_hash in known.hashes:
+        return Outcome.UNCHANGED
+    return Outcome.HEAD if is_newer(created_at, known.newest) else Outcome.HISTORICAL
