@@ -159,6 +159,7 @@ def render_hit(rank: int, score: float, arms: Sequence[str], row: Row, path: str
     fields += _optional(row, "session", "seq", "speaker", "entity", "title")
     fields += [("tags", list(row["tags"] or [])), ("source_id", row["source_id"]),
                ("refs", list(row.get("refs") or [])), ("agent", row["agent"])]
+    fields += _optional(row, "stale")  # the evidence of a fact that is no longer current
     if path:
         fields.append(("path", path))
     return (front_matter(fields) + "\n" + memory_body(row)).encode()
