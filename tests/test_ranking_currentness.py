@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from ranking_helpers import cand, rids
 
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
@@ -20,7 +21,6 @@ from recallfs.ranking.pipeline import StageConfig
 from recallfs.scope.principal import Principal
 
 from conftest import fact, turn
-from ranking_helpers import cand, rids
 
 
 def ev(current: int | None, stale: str = "f-old", current_id: str | None = "f-new") -> list[CurrentLink]:
