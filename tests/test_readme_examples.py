@@ -135,3 +135,17 @@ def test_the_recall_examples_of_using_it_answer(demo_mount):
         args = shlex.split(command)[1:]
         proc = demo_mount.cli(*args)
         assert "matched nothing" not in proc.stdout and "no memory matched" not in proc.stdout, command
+
+
+@pytest.mark.parametrize(("query", "first"), [
+    ("how often do we release", "f-release-cadence-biweekly"),  # a turn saying "monthly" was first
+    ("what is the MSRV", "f-msrv"),                             # a turn asking to raise it was first
+])
+def test_the_current_fact_comes_before_stale_turns(demo_mount, query, first):
+    directory = demo_mount.path / "recall" / query
+    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".md"))
+    assert names[0].startswith("01-fact-"), names
+    assert f"id: {first}\n" in (directory / names[0]).read_text()
+    if query == "how often do we release":
+        marked = [n for n in names if "stale: superseded by f-release-cadence-biweekly" in (directory / n).read_text()]
+        assert marked and all(n[3:].startswith("turn-") for n in marked)
