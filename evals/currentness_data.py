@@ -10,7 +10,9 @@ sessions change it once or twice. The facts record the change four ways in turn 
 same id, `supersedes`, a shared `slot`, an old fact's later version with `superseded_by`), and one
 attribute in five has facts that cite no turn (`refs`), so only their conversation links them. Some
 first conversations hold a bare question that restates the eval query ("Where is the primary database
-these days?").
+these days?"), and in one attribute in three the old value is said right after the eval's own question
+("Who leads the on-call rotation? For the record, Priya leads ..."), so that the stale turn matches the
+query best.
 
 Per question the gold **current** memories are the newest fact, the turn that said the newest value and
 the summary of that session; the **stale** ones are every older fact, turn and summary that stated an
@@ -264,7 +266,12 @@ def _turns(ws: Workspace, session: int, said: list[_Said], when: datetime, sid: 
         if topic.ask and item.stage == 0:
             texts.append((topic.ask, None))
         n = item.topic + item.stage
-        texts.append((f"{LEADS[n % len(LEADS)]} {topic.values[item.stage]} {TAILS[n % len(TAILS)]}", item))
+        said = f"{LEADS[n % len(LEADS)]} {topic.values[item.stage]} {TAILS[n % len(TAILS)]}"
+        if item.topic % 3 == 1 and item.stage < len(topic.values) - 1:
+            # the old value said in answer to the eval's own question, as people do: the stale turn
+            # then matches the query better than anything current
+            said = f"{topic.question[0].upper()}{topic.question[1:]}? {said}"
+        texts.append((said, item))
         texts.append(("Got it, noted.", None))
     texts.append((FILLERS[(session + 1) % 3][0], None))
     out = []
