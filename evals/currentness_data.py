@@ -266,12 +266,12 @@ def _turns(ws: Workspace, session: int, said: list[_Said], when: datetime, sid: 
         if topic.ask and item.stage == 0:
             texts.append((topic.ask, None))
         n = item.topic + item.stage
-        said = f"{LEADS[n % len(LEADS)]} {topic.values[item.stage]} {TAILS[n % len(TAILS)]}"
+        line = f"{LEADS[n % len(LEADS)]} {topic.values[item.stage]} {TAILS[n % len(TAILS)]}"
         if item.topic % 3 == 1 and item.stage < len(topic.values) - 1:
             # the old value said in answer to the eval's own question, as people do: the stale turn
             # then matches the query better than anything current
-            said = f"{topic.question[0].upper()}{topic.question[1:]}? {said}"
-        texts.append((said, item))
+            line = f"{topic.question[0].upper()}{topic.question[1:]}? {line}"
+        texts.append((line, item))
         texts.append(("Got it, noted.", None))
     texts.append((FILLERS[(session + 1) % 3][0], None))
     out = []

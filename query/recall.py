@@ -7,6 +7,7 @@ candidates with their rows, the shaped candidates, the page of Hits. Each arm is
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +33,8 @@ from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
 
 __all__ = ["ARMS", "FUSIONS", "Hit", "RecallResult", "Request", "SemanticArm", "SemanticQuery", "recall"]
+
+log = logging.getLogger("recallfs.recall")
 
 ARMS = ("lexical", "semantic", "fused")
 # How the fused arm combines the two: calibrated scores (the default, chosen by the ablation in
@@ -291,7 +294,12 @@ def _current_links(
                                    id=row["id"], content=row["content"], kind=row["kind"],
                                    tags=tuple(row["tags"] or ()), session=row["session"]))
         return links
-    return trace.timed("currentness", step)
+    try:
+        return trace.timed("currentness", step)
+    except Exception as exc:  # an extra: without the links the fused order stands, recall never fails
+        log.exception("currentness links failed")
+        trace.notes.append(f"currentness links unavailable ({type(exc).__name__}); stale turns are not marked")
+        return {}
 
 
 def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from ranking_helpers import cand, rids
 
+from recallfs.query.formats import render_context, render_text
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
 from recallfs.query.records import parse_record
@@ -153,6 +154,8 @@ def test_a_stale_turn_yields_and_is_marked_and_the_answer_is_pulled_in(store_pat
         assert [(h.table, h.row["source_id"]) for h in result.hits][:2] == [("facts", "z2"), ("turns", "c1#0")]
         assert result.hits[1].as_json()["stale"] == "superseded by a newer version of f-zoe-drink"
         assert result.hits[0].arms == [PULLED]
+        assert 'stale="superseded by a newer version of f-zoe-drink"' in render_context(result)
+        assert "stale: superseded by a newer version of f-zoe-drink" in render_text(result)
         off = recall(store, ME, "double espresso every morning", arm="lexical", k=10,
                      stages=StageConfig(currentness=False))
         assert [h.row["source_id"] for h in off.hits] == ["c1#0"]
