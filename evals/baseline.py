@@ -4,7 +4,9 @@ Sections:
 - `ci`: the fixed LoCoMo subset (every CI_EVERY-th scored question of each conversation) that
   tests/test_eval_baseline.py re-runs; every figure in it is enforced;
 - `full`: every LoCoMo question, for the README (not re-run by the tests: it takes minutes);
-- `demo`: the bundled sample's hand-written queries, enforced by tests/test_eval_demo.py.
+- `demo`: the bundled sample's hand-written queries, enforced by tests/test_eval_demo.py;
+- `currentness`: the currentness set (current@1, stale_above_current and source-level figures),
+  enforced by tests/test_eval_currentness.py.
 
 Refresh one with `recallfs eval --dataset locomo --write-baseline ci` (or `full`, or
 `--dataset demo --write-baseline demo`), and say in the commit why the figures moved.
@@ -19,8 +21,9 @@ from typing import Any
 
 BASELINE_PATH = Path(__file__).resolve().parent / "baseline.json"
 TOLERANCE = 0.005
-SECTION_DATASET = {"ci": "locomo", "full": "locomo", "demo": "demo"}
-LEVELS = ("turn", "session", "source")
+SECTION_DATASET = {"ci": "locomo", "full": "locomo", "demo": "demo", "currentness": "currentness"}
+LEVELS = ("turn", "session", "source", "currentness")
+LOWER_IS_BETTER = frozenset({"stale_above_current"})  # a figure that must not rise
 
 
 def section_problem(section: str, dataset: str, every: int | None, limit: int | None, ablate: bool) -> str | None:
@@ -66,9 +69,10 @@ def write_section(section: str, report: Mapping[str, Any], path: Path = BASELINE
     data = load(path)
     data["tolerance"] = data.get("tolerance", TOLERANCE)
     data["refresh"] = ("recallfs eval --dataset locomo --write-baseline ci|full; "
-                       "recallfs eval --dataset demo --write-baseline demo")
+                       "recallfs eval --dataset demo --write-baseline demo; "
+                       "recallfs eval --dataset currentness --write-baseline currentness")
     data[section] = figures(report)
-    ordered = {k: data[k] for k in ("tolerance", "refresh", "ci", "full", "demo") if k in data}
+    ordered = {k: data[k] for k in ("tolerance", "refresh", "ci", "full", "demo", "currentness") if k in data}
     path.write_text(json.dumps(ordered, indent=2) + "\n", encoding="utf-8")
     return path
 
@@ -90,6 +94,10 @@ def regressions(base: Mapping[str, Any], current: Mapping[str, Any], tolerance: 
                     got = now_figs.get(metric)
                     if got is None:
                         out.append(f"{arm} {level} {scope} {metric}: missing now (baseline {value:.4f})")
+                    elif metric in LOWER_IS_BETTER:
+                        if got > value + tolerance + 1e-9:
+                            out.append(f"{arm} {level} {scope} {metric}: {got:.4f} > baseline {value:.4f}"
+                                       f" + {tolerance}")
                     elif got < value - tolerance - 1e-9:  # exactly at the tolerance passes
                         out.append(f"{arm} {level} {scope} {metric}: {got:.4f} < baseline {value:.4f}"
                                    f" - {tolerance}")

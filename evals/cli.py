@@ -10,7 +10,7 @@ from typing import Any
 
 def register(sub: Any) -> None:
     p = sub.add_parser("eval", help="run the recall-quality harness")
-    p.add_argument("--dataset", default="locomo", choices=["locomo", "demo"])
+    p.add_argument("--dataset", default="locomo", choices=["locomo", "demo", "currentness"])
     p.add_argument("--data", type=Path, help="dataset file (default ../shared/data/locomo10.json, or the "
                    "bundled demo_memory.jsonl)")
     p.add_argument("--arm", choices=["lexical", "semantic", "fused"], help="one arm (default: all, side by side)")
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
                    "~/.cache/recallfs/eval keyed by data and code)")
     p.add_argument("--ablate", action="store_true", help="one row per pipeline stage toggled (evals/variants.py)")
     p.add_argument("--format", default="json", choices=["json", "markdown"], help="report format (default json)")
-    p.add_argument("--write-baseline", choices=["ci", "full", "demo"],
+    p.add_argument("--write-baseline", choices=["ci", "full", "demo", "currentness"],
                    help="run that baseline's question set and write its figures to evals/baseline.json")
     p.set_defaults(run=run)
 

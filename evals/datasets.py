@@ -4,6 +4,9 @@
   copied into the project). Every conversation is its own workspace `locomo/<sample_id>`.
 - `demo`: the bundled sample `query/data/demo_memory.jsonl` (workspace `demo/tern`) with the
   hand-written queries of `query/data/demo_queries.json`.
+- `currentness`: questions whose answer changed over time (evals/currentness_data.py writes
+  `evals/data/currentness_memory.jsonl` and `currentness_queries.json`; six workspaces `cur/<name>`),
+  each with its current and its stale memories.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ DEMO_DIR = REPO / "query" / "data"
 DEMO_MEMORY = DEMO_DIR / "demo_memory.jsonl"
 DEMO_QUERIES = DEMO_DIR / "demo_queries.json"
 DEMO_WORKSPACE = ("demo", "tern")
+CURRENTNESS_DIR = REPO / "evals" / "data"
+CURRENTNESS_MEMORY = CURRENTNESS_DIR / "currentness_memory.jsonl"
+CURRENTNESS_QUERIES = CURRENTNESS_DIR / "currentness_queries.json"
 
 
 class DatasetError(ValueError):
@@ -36,6 +42,7 @@ class QAItem:
     question: str
     evidence: tuple[str, ...]
     category: str | None = None
+    stale: tuple[str, ...] = ()  # currentness: memories that stated an older answer
 
 
 def read_json(path: Path) -> Any:
@@ -79,3 +86,21 @@ def demo_items(data: Any) -> list[QAItem]:
                           evidence=tuple(str(r) for r in relevant)))
     return out
 
+
+
+def currentness_items(data: Any) -> list[QAItem]:
+    """The currentness questions: [{"query", "workspace": "org/ws", "current": [...], "stale": [...]}, ...]."""
+    if not isinstance(data, list):
+        raise DatasetError("currentness questions are a JSON list of {query, workspace, current, stale}")
+    out = []
+    for index, entry in enumerate(data):
+        try:
+            org, ws = str(entry["workspace"]).split("/", 1)
+            out.append(QAItem(qid=f"currentness#{index}", org=org, workspace=ws, question=str(entry["query"]),
+                              evidence=tuple(str(c) for c in entry["current"]),
+                              stale=tuple(str(c) for c in entry["stale"]),
+                              category=str(entry.get("mechanism")) if entry.get("mechanism") else None))
+        except (KeyError, TypeError, ValueError):
+            raise DatasetError(f"currentness question {index}: needs query, workspace ORG/WS, current and stale") \
+                from None
+    return out

@@ -6,6 +6,7 @@
     recallfs eval --dataset locomo --every 10          # every 10th question of each conversation
     recallfs eval --dataset locomo --ablate            # one row per pipeline stage toggled
     recallfs eval --dataset demo                       # the bundled sample's hand-written queries
+    recallfs eval --dataset currentness                # questions whose answer changed: current@1, stale above
     recallfs eval --dataset locomo --write-baseline ci # refresh evals/baseline.json (ci, full or demo)
 
 Each question runs through the real `recall()` as principal `<org>/<workspace>` agent `eval`, in its
@@ -139,8 +140,10 @@ def prepare_locomo(
 
 
 def prepare_demo(
-    store: Store, items: list[datasets.QAItem], *, every: int | None = None, limit: int | None = None
+    store: Store, items: list[datasets.QAItem], *, every: int | None = None, limit: int | None = None,
+    dataset: str = "demo",
 ) -> Prepared:
+    """Source-level questions (the demo set, and the currentness set, whose items also name stale memories)."""
     known: dict[tuple[str, str], set[str]] = {}
     questions: list[Question] = []
     dropped: list[str] = []
@@ -152,12 +155,15 @@ def prepare_demo(
         dropped.extend(f"{item.qid}:{i}" for i in ids if i not in known[key])
         ok = [i for i in ids if i in known[key]]
         if ok:
+            relevant = {"source": frozenset(ok)}
+            if dataset == "currentness":
+                relevant["stale"] = frozenset(item.stale)
             questions.append(Question(qid=item.qid, principal=Principal(item.org, item.workspace, EVAL_AGENT),
-                                      query=item.question, relevant={"source": frozenset(ok)}))
+                                      query=item.question, relevant=relevant, category=item.category))
     total = len(questions)
     questions = subset(questions, every, limit)
     return Prepared(
-        dataset="demo", questions=questions, levels={"source": lambda hit, q: relevance.source_units(hit)},
+        dataset=dataset, questions=questions, levels={"source": lambda hit, q: relevance.source_units(hit)},
         evidence={"queries": len(items), "with_evidence": total, "dropped_ids": dropped,
                   "scored": len(questions)},
     )
@@ -243,6 +249,7 @@ def run_variant(
     base = {"k": DEPTH, "candidates": settings.candidates, "rrf_k": settings.rrf_k, "fusion": settings.fusion}
     kwargs = {**base, **variant}
     per_question = []
+    current_scores: list[dict[str, float]] = []
     degraded: Counter[str] = Counter()
     notes: Counter[str] = Counter()
     t0 = time.perf_counter()
@@ -254,6 +261,9 @@ def run_variant(
             if note.startswith(("lexical arm failed", "semantic arm failed")):
                 notes[note] += 1
         per_question.append(score_question(hit_refs(result), q, prepared.levels))
+        if "stale" in q.relevant:
+            current_scores.append(metrics.currentness([str(h.row["source_id"]) for h in result.hits],
+                                                      set(q.relevant["source"]), set(q.relevant["stale"])))
         if progress:
             progress()
     seconds = time.perf_counter() - t0
@@ -267,6 +277,8 @@ def run_variant(
         out["arm_failures"] = dict(notes)
     if prepared.dataset == "locomo":
         out["by_category"] = by_category(prepared.questions, per_question)
+    if current_scores:
+        out["currentness"] = {ALL_TABLES: metrics.mean_of(current_scores, metrics.CURRENTNESS_METRICS)}
     return out
 
 
@@ -285,8 +297,42 @@ def _load_records(dataset: str, data: Path) -> Callable[[], list[Any]]:
 
     if dataset == "locomo":
         return lambda: load_file(data, "locomo", org=datasets.LOCOMO_ORG, workspace="unused", agent="locomo")
+    # The currentness set's records name their own workspaces; the demo's default to demo/tern.
     org, ws = datasets.DEMO_WORKSPACE
     return lambda: load_file(data, "jsonl", org=org, workspace=ws, agent="demo")
+
+
+# dataset -> (default memory file, default queries file, the queries' name beside another memory file)
+_FILES = {
+    "demo": (datasets.DEMO_MEMORY, datasets.DEMO_QUERIES, "demo_queries.json"),
+    "currentness": (datasets.CURRENTNESS_MEMORY, datasets.CURRENTNESS_QUERIES, "currentness_queries.json"),
+}
+
+
+def _data_files(dataset: str, data: Path | None) -> tuple[Path, list[Path], Path]:
+    """(the memory file, every file the store is keyed on, the questions file)."""
+    if dataset == "locomo":
+        data = data or datasets.LOCOMO_DEFAULT
+        if not data.exists():
+            raise EvalError(f"LoCoMo data not found at {data} (eval-only data, not shipped; pass --data)")
+        return data, [data], data
+    if dataset not in _FILES:
+        raise EvalError(f"unknown dataset {dataset!r}")
+    memory, questions, name = _FILES[dataset]
+    data = data or memory
+    queries = questions if data == memory else data.with_name(name)
+    for path in (data, queries):
+        if not path.exists():
+            raise EvalError(f"{dataset} eval needs {path}, which does not exist")
+    return data, [data, queries], queries
+
+
+def _prepare(dataset: str, opened: Store, raw: Any, every: int | None, limit: int | None) -> Prepared:
+    if dataset == "locomo":
+        return prepare_locomo(opened, datasets.locomo_items(raw), every=every, limit=limit)
+    if dataset == "currentness":
+        return prepare_demo(opened, datasets.currentness_items(raw), every=every, limit=limit, dataset=dataset)
+    return prepare_demo(opened, datasets.demo_items(raw), every=every, limit=limit)
 
 
 def setup(dataset: str, *, data: Path | None = None, store: Path | None = None,
@@ -294,20 +340,7 @@ def setup(dataset: str, *, data: Path | None = None, store: Path | None = None,
     """Find the data, build or reuse the eval store, resolve the questions. The store is open (read-only)."""
     from recallfs.query.ingest import IngestError
 
-    if dataset == "locomo":
-        data = data or datasets.LOCOMO_DEFAULT
-        if not data.exists():
-            raise EvalError(f"LoCoMo data not found at {data} (eval-only data, not shipped; pass --data)")
-        data_files, queries = [data], data
-    elif dataset == "demo":
-        data = data or datasets.DEMO_MEMORY
-        queries = datasets.DEMO_QUERIES if data == datasets.DEMO_MEMORY else data.with_name("demo_queries.json")
-        for path in (data, queries):
-            if not path.exists():
-                raise EvalError(f"demo eval needs {path}, which does not exist")
-        data_files = [data, queries]
-    else:
-        raise EvalError(f"unknown dataset {dataset!r}")
+    data, data_files, queries = _data_files(dataset, data)
     store_path = store.expanduser() if store else default_store_path(dataset, data_files)
     try:
         action = ensure_store(store_path, _load_records(dataset, data), refresh=store is not None)
@@ -317,11 +350,7 @@ def setup(dataset: str, *, data: Path | None = None, store: Path | None = None,
     except (IngestError, StoreError) as exc:
         raise EvalError(str(exc)) from None
     try:
-        raw = datasets.read_json(queries)
-        if dataset == "locomo":
-            prepared = prepare_locomo(opened, datasets.locomo_items(raw), every=every, limit=limit)
-        else:
-            prepared = prepare_demo(opened, datasets.demo_items(raw), every=every, limit=limit)
+        prepared = _prepare(dataset, opened, datasets.read_json(queries), every, limit)
     except (datasets.DatasetError, KeyError, TypeError) as exc:
         opened.close()
         raise EvalError(f"{queries}: {exc}") from None
@@ -377,6 +406,8 @@ def ablate(store: Store, prepared: Prepared, variants: dict[str, Variant], setti
         row: dict[str, Any] = {"variant": name, "recall_kwargs": describe(variant)}
         for level in prepared.levels:
             row[level] = {m: res[level][ALL_TABLES][m] for m in ("r@5", "r@10", "mrr", "ndcg@10")}
+        if "currentness" in res:
+            row["currentness"] = res["currentness"][ALL_TABLES]
         row["ms_per_query"] = res["ms_per_query"]
         rows.append(row)
     return {"rows": rows, "skipped": skipped}
@@ -436,6 +467,9 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"**{arm}**: unavailable ({res.get('reason')})\n")
                 continue
             lines.append(f"**{arm}** ({res['questions']} questions, {res['ms_per_query']} ms/query)\n")
+            if "currentness" in res:
+                figs = res["currentness"][ALL_TABLES]
+                lines.append(", ".join(f"{m} {figs[m]:.3f}" for m in metrics.CURRENTNESS_METRICS) + "\n")
             lines.append("| level | scope | R@1 | R@5 | R@10 | MRR | nDCG@10 |")
             lines.append("|---|---|---|---|---|---|---|")
             for level in ("turn", "session", "source"):
@@ -448,10 +482,14 @@ def markdown(report: dict[str, Any]) -> str:
         levels = [lvl for lvl in ("turn", "session", "source") if report["ablation"]["rows"]
                   and lvl in report["ablation"]["rows"][0]]
         head = " | ".join(f"{lvl} {m}" for lvl in levels for m in ("R@5", "R@10", "MRR", "nDCG@10"))
-        lines.append(f"| variant | {head} |")
-        lines.append("|---|" + "---|" * (4 * len(levels)))
+        current = bool(report["ablation"]["rows"]) and "currentness" in report["ablation"]["rows"][0]
+        extra = " | current@1 | stale above current" if current else ""
+        lines.append(f"| variant | {head}{extra} |")
+        lines.append("|---|" + "---|" * (4 * len(levels) + (2 if current else 0)))
         for row in report["ablation"]["rows"]:
             figs = " | ".join(_fmt(row[lvl][m]) for lvl in levels for m in ("r@5", "r@10", "mrr", "ndcg@10"))
+            if "currentness" in row:
+                figs += " | " + " | ".join(_fmt(row["currentness"][m]) for m in metrics.CURRENTNESS_METRICS)
             lines.append(f"| {row['variant']} | {figs} |")
         for s in report["ablation"]["skipped"]:
             lines.append(f"\nskipped: {s['variant']}: {s['reason']}")

@@ -66,3 +66,26 @@ def mean(scores: Sequence[Mapping[str, float]], digits: int = 4) -> dict[str, fl
     if not scores:
         return {m: 0.0 for m in METRICS}
     return {m: round(sum(s[m] for s in scores) / len(scores), digits) for m in METRICS}
+
+
+CURRENTNESS_METRICS = ("current@1", "stale_above_current")
+LOWER_IS_BETTER = frozenset({"stale_above_current"})
+
+
+def currentness(hits: Sequence[str], current: set[str], stale: set[str]) -> dict[str, float]:
+    """One question of the currentness set, over its hits' source ids in rank order: current@1 (the
+    first hit is a current memory) and stale_above_current (a stale memory ranks above every current
+    one; a stale hit with no current hit at all counts)."""
+    first_current = next((i for i, h in enumerate(hits) if h in current), len(hits))
+    first_stale = next((i for i, h in enumerate(hits) if h in stale), None)
+    return {
+        "current@1": 1.0 if hits and hits[0] in current else 0.0,
+        "stale_above_current": 1.0 if first_stale is not None and first_stale < first_current else 0.0,
+    }
+
+
+def mean_of(scores: Sequence[Mapping[str, float]], names: Sequence[str], digits: int = 4) -> dict[str, float]:
+    """Per-metric mean of the named metrics (0.0 each when empty)."""
+    if not scores:
+        return {m: 0.0 for m in names}
+    return {m: round(sum(s[m] for s in scores) / len(scores), digits) for m in names}

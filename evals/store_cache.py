@@ -33,7 +33,7 @@ STORE_CODE = ("query/**/*.py", "scope/partition.py")
 READ_PATH_MODULES = frozenset({
     "query/recall.py", "query/formats.py", "query/query_syntax.py", "query/gate.py", "query/semantic.py",
     "query/shaping.py", "query/settings.py", "query/bm25_memory.py", "query/derived.py", "query/rows.py",
-    "query/arms.py",
+    "query/arms.py", "query/staleness.py",
 })
 KEEP = 3  # cached stores kept per data set (each LoCoMo store with vectors is ~80 MB)
 

@@ -54,7 +54,8 @@ def ablations() -> dict[str, Variant]:
         rows[f"{stage} {'off' if _is_on(default, stage) else 'on'}"] = {"arm": "fused", "stages": toggled}
     rows["no shaping stages (plain fusion)"] = {
         "arm": "fused",
-        "stages": default.replace(dedup=False, question_weight=1.0, session_weight=0.0, collapse=False, recency="off")}
+        "stages": default.replace(dedup=False, question_weight=1.0, session_weight=0.0, collapse=False, recency="off",
+                                   currentness=False)}
     for weight in (0.2, 0.6):
         rows[f"session evidence at {weight:g}"] = {"arm": "fused", "stages": default.replace(session_weight=weight)}
     rows["budget:1000 with MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000)}

@@ -164,6 +164,7 @@ def render_hit(rank: int, score: float, arms: Sequence[str], row: Row, path: str
                ("refs", list(row.get("refs") or [])), ("agent", row["agent"])]
     if row.get("replaces"):
         fields.append(("replaces", list(row["replaces"])))  # the versions it replaced: history/<id>/v<n>.md
+    fields += _optional(row, "stale")  # the evidence of a fact that is no longer current
     if path:
         fields.append(("path", path))
     return (front_matter(fields) + "\n" + memory_body(row)).encode()

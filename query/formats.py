@@ -46,7 +46,7 @@ def render_text(result: RecallResult, width: int = 100) -> str:
             f"{hit.rank:>3}. [{hit.table[:-1] if hit.table != 'summaries' else 'summary'} {hit.id} "
             f"{r['source_id']}] {when} score {hit.score:.3f} ({'+'.join(hit.arms)})"
         )
-        lines.append(head)
+        lines.append(head + (f" stale: {r['stale']}" if r.get("stale") else ""))
         body = textwrap.shorten(f"{who} {r['content']}".strip(), width=width * 3, placeholder=" ...")
         lines.extend("     " + part for part in textwrap.wrap(body, width=width - 5))
         if hit.replaces:
@@ -81,6 +81,7 @@ def render_context(result: RecallResult) -> str:
         extra = f" speaker={quoteattr(r['speaker'])}" if r.get("speaker") else ""
         extra += f" session={quoteattr(r['session'])}" if r.get("session") else ""
         extra += f" replaces={quoteattr(' '.join(hit.replaces))}" if hit.replaces else ""
+        extra += f" stale={quoteattr(r['stale'])}" if r.get("stale") else ""  # evidence of a replaced fact
         out.append(
             f"<hit rank=\"{hit.rank}\" id={quoteattr(hit.id)} table=\"{hit.table}\" kind={quoteattr(r['kind'])} "
             f"source={quoteattr(r['source_id'])} date=\"{when}\" score=\"{hit.score:.3f}\"{extra}>"

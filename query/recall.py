@@ -7,6 +7,7 @@ candidates with their rows, the shaped candidates, the page of Hits. Each arm is
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,13 +25,17 @@ from recallfs.query.readable import Row
 from recallfs.query.rows import load_rows
 from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card, fit_card
+from recallfs.query.staleness import links_for
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.currentness import EVIDENCE, PULLED, CurrentLink
 from recallfs.ranking.fusion import calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
 
 __all__ = ["ARMS", "FUSIONS", "Hit", "RecallResult", "Request", "SemanticArm", "SemanticQuery", "recall"]
+
+log = logging.getLogger("recallfs.recall")
 
 ARMS = ("lexical", "semantic", "fused")
 # How the fused arm combines the two: calibrated scores (the default, chosen by the ablation in
@@ -75,7 +80,7 @@ class Hit:
             out["provenance"]["also"] = self.also
         if self.replaces:
             out["replaces"] = self.replaces
-        for key in ("speaker", "seq", "entity", "title", "caption"):
+        for key in ("speaker", "seq", "entity", "title", "caption", "stale"):
             if r.get(key) is not None:
                 out[key] = r[key]
         return out
@@ -191,8 +196,9 @@ def recall(
     fused = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
     authorized, rows = _authorize_and_load(scope, principal, fused, req.options, trace)
     config = stages or StageConfig()
+    links = _current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
-                         query=None if trace.degraded else handle, vectors_from=semantic)
+                         query=None if trace.degraded else handle, vectors_from=semantic, links=links)
     shaped = _shape(authorized, config, inputs, trace)
     hits = _page(shaped.cands, rows, req, trace)
     replaced = replaced_by_hits(store, principal, schema, [(h.table, h.rid) for h in hits])
@@ -279,6 +285,33 @@ def _authorize_and_load(
     return ordered(readable), rows
 
 
+def _current_links(
+    scope: Scope, principal: Principal, cands: list[Candidate], rows: dict[int, Row], options: RecallOptions,
+    trace: Trace,
+) -> dict[int, list[CurrentLink]]:
+    """The currentness links of the turns and summaries among the candidates (query/staleness.py). A
+    current fact whose stale evidence matched is the answer: it joins the candidates (loaded, never
+    scored by an arm) when no arm found it, and the stage lifts it or drops it."""
+    def step() -> dict[int, list[CurrentLink]]:
+        links = links_for(scope.store, principal, scope.schema, [c.rid for c in cands if c.table != "facts"],
+                          options)
+        have = {c.rid for c in cands}
+        pull = sorted({link.current_rid for ls in links.values() for link in ls
+                       if link.link == EVIDENCE and link.current_rid is not None} - have)
+        for rid, row in load_rows(scope.store, scope.schema, "facts", pull).items():
+            rows[rid] = row
+            cands.append(Candidate(rid=rid, table="facts", arms={PULLED}, created_at=row["created_at"],
+                                   id=row["id"], content=row["content"], kind=row["kind"],
+                                   tags=tuple(row["tags"] or ()), session=row["session"]))
+        return links
+    try:
+        return trace.timed("currentness", step)
+    except Exception as exc:  # an extra: without the links the fused order stands, recall never fails
+        log.exception("currentness links failed")
+        trace.notes.append(f"currentness links unavailable ({type(exc).__name__}); stale turns are not marked")
+        return {}
+
+
 def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:
     rows: dict[int, Row] = {}
     for table in MEMORY_TABLES:
@@ -313,6 +346,9 @@ def _page(ranked: list[Candidate], rows: dict[int, Row], req: Request, trace: Tr
         trace.notes.append("no memory matched the query")
     elif not page:
         trace.notes.append(f"offset {req.offset} is past the last of {len(ranked)} hits")
+    for c in page:
+        if c.stale:  # a turn or summary that is the evidence of a fact no longer current
+            rows[c.rid] = {**rows[c.rid], "stale": c.stale}
     return [
         Hit(rank=req.offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score, arms=sorted(c.arms),
             ranks=dict(c.ranks), row=rows[c.rid],

@@ -69,6 +69,8 @@ _STAGE_HELP = {
     "collapse_threshold": "cosine at or above which two hits may be near-duplicates",
     "recency": "recency dampening: off, auto (on for temporal intent or recent:) or on",
     "half_life_days": "recency half-life in days",
+    "currentness": "turns and summaries yield to the current fact that replaced the fact they were evidence of, "
+                   "or that was recorded in their conversation",
     "mmr": "with budget:N, choose hits by MMR diversity (false: by score only)",
     "mmr_lambda": "MMR balance of relevance (1) against novelty (0)",
     "min_score": "drop hits whose score is below this (0..1; 0 keeps all)",
@@ -139,6 +141,7 @@ class Settings:
     collapse_threshold: float = _stage("collapse_threshold")
     recency: str = _stage("recency")
     half_life_days: float = _stage("half_life_days")
+    currentness: bool = _stage("currentness")
     mmr: bool = _stage("mmr")
     mmr_lambda: float = _stage("mmr_lambda")
     min_score: float = _stage("min_score")

@@ -8,7 +8,7 @@ store) gives no embeddings, and the stages that need them say so in a note and s
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
 from recallfs.query.vectors import META_MODEL, VECTORS, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.currentness import CurrentLink
 from recallfs.ranking.entity_match import match_entity
 from recallfs.ranking.pipeline import Shaped, StageConfig, shape
 from recallfs.ranking.text import estimate_tokens, words
@@ -220,6 +221,8 @@ class StageInputs:
     calibrated: bool  # scores from calibrated fusion (False: reciprocal ranks)
     query: SemanticQuery | None  # the semantic arm's query, when it ran and answered
     vectors_from: SemanticArm | None  # the arm whose indexes hold stored vectors, ready or not
+    # rid -> the current facts a turn or summary yields to (query/staleness.py links_for)
+    links: Mapping[int, Sequence[CurrentLink]] = field(default_factory=dict)
 
 
 def apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInputs) -> Shaped:
@@ -242,7 +245,7 @@ def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInpu
     qvec, qvec_note = query_vector(inputs.query) if config.rerank and cands else (None, None)
     shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
                    recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
-                   calibrated=inputs.calibrated)
+                   calibrated=inputs.calibrated, links=inputs.links)
     _note_fallbacks(shaped, config, budget, vector_note, qvec_note)
     return shaped
 

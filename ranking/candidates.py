@@ -27,13 +27,15 @@ class Candidate:
     session: str | None = None  # the conversation the memory came from (None: not tied to one)
     # rids of other authorized rows folded into this hit by dedup or near-duplicate collapse
     merged: list[int] = field(default_factory=list)
+    # Why this turn or summary is no longer current ('' when it is): ranking/currentness.py
+    stale: str = ""
 
     def copy(self) -> Candidate:
         """An independent copy: stages return new candidates rather than changing their input."""
         return Candidate(
             rid=self.rid, table=self.table, score=self.score, arms=set(self.arms), ranks=dict(self.ranks),
             created_at=self.created_at, id=self.id, content=self.content, kind=self.kind, tags=self.tags,
-            session=self.session, merged=list(self.merged),
+            session=self.session, merged=list(self.merged), stale=self.stale,
         )
 
     def sort_key(self) -> tuple[float, float, str, int]:

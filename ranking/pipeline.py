@@ -4,6 +4,7 @@
       -> rerank (off)
       -> near-duplicate collapse (on)
       -> metadata bonuses (off) -> recency (neutral; auto on temporal intent)
+      -> currentness (turns and summaries yield to the current fact that replaced them)
       -> token budget + MMR (opt-in: budget:N) -> min_score -> tie-break
 
 Pure: the caller passes everything in (query embedding, stored embeddings, a clock) and gets the
@@ -20,6 +21,7 @@ from recallfs.ranking.bonuses import metadata_bonus
 from recallfs.ranking.budget import budget_select
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.collapse import collapse_near_duplicates
+from recallfs.ranking.currentness import PULLED, CurrentLink, yield_to_current
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
 from recallfs.ranking.questions import demote_questions, question_weight
@@ -75,6 +77,7 @@ class _Run:
     budget_tokens: int | None
     calibrated: bool
     clock: Callable[[], float]
+    links: Mapping[int, Sequence[CurrentLink]] = field(default_factory=dict)
 
     def timed(self, name: str, fn: Callable[[], list[Candidate]]) -> None:
         t0 = self.clock()
@@ -146,6 +149,20 @@ def _recency(run: _Run) -> None:
         run.timed("recency", lambda: dampen_recency(run.out.cands, half_life))
 
 
+def _currentness(run: _Run) -> None:
+    if not run.config.currentness:
+        run.out.stages["currentness"] = "off"
+        # Facts recall pulled in for their stale evidence matched nothing themselves.
+        run.out.cands = [c for c in run.out.cands if c.arms != {PULLED}]
+        return
+    touched = sum(1 for c in run.out.cands if c.rid in run.links and c.table != "facts")
+    if not touched:
+        run.out.stages["currentness"] = "on (no turn or summary linked to a current fact)"
+        return
+    run.timed("currentness", lambda: yield_to_current(run.out.cands, run.links))
+    run.out.stages["currentness"] = f"on ({touched} turns or summaries linked to a current fact)"
+
+
 def _budget(run: _Run) -> None:
     budget = run.budget_tokens
     if budget is None:
@@ -173,7 +190,7 @@ def _min_score(run: _Run) -> None:
 
 # The stages in their fixed order (the module docstring); each records in `stages` what it did.
 PIPELINE: tuple[Callable[[_Run], None], ...] = (
-    _dedup, _questions, _session, _rerank, _collapse, _bonuses, _recency, _budget, _min_score,
+    _dedup, _questions, _session, _rerank, _collapse, _bonuses, _recency, _currentness, _budget, _min_score,
 )
 
 
@@ -189,12 +206,14 @@ def shape(
     budget_tokens: int | None = None,
     calibrated: bool = True,
     clock: Callable[[], float] = time.perf_counter,
+    links: Mapping[int, Sequence[CurrentLink]] | None = None,
 ) -> Shaped:
     """Run the stages in order over authorized, loaded candidates. `query` is the search text (inline
     options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding.
-    `calibrated`: the scores come from calibrated fusion (False: reciprocal ranks, a single arm or rrf)."""
+    `calibrated`: the scores come from calibrated fusion (False: reciprocal ranks, a single arm or rrf).
+    `links`: rid -> the current fact a turn or summary yields to (ranking/currentness.py)."""
     run = _Run(Shaped(cands=ordered([c.copy() for c in cands])), config, query, terms, query_vector, vectors,
-               recent_half_life_days, budget_tokens, calibrated, clock)
+               recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}))
     for stage in PIPELINE:
         stage(run)
     run.timed("tie_break", lambda: ordered(run.out.cands))

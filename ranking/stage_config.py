@@ -20,7 +20,8 @@ DEFAULT_THRESHOLD = 0.9  # cosine at or above which two hits may be near-duplica
 
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "questions", "session", "rerank", "collapse", "bonuses", "recency", "mmr", "min_score")
+STAGES = ("dedup", "questions", "session", "rerank", "collapse", "bonuses", "recency", "currentness", "mmr",
+          "min_score")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,7 @@ class StageConfig:
     collapse_threshold: float = DEFAULT_THRESHOLD
     recency: str = "auto"             # off | auto (on for temporal intent or recent:) | on
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+    currentness: bool = True          # turns and summaries yield to the current fact that replaced them
     mmr: bool = True                  # with budget:N, choose by MMR diversity (False: by score only)
     mmr_lambda: float = DEFAULT_LAMBDA
     min_score: float = 0.0
@@ -76,6 +78,6 @@ class StageConfig:
             return self.replace(question_weight=1.0 if self.question_weight < 1 else DEFAULT_QUESTION_WEIGHT)
         if stage == "session":
             return self.replace(session_weight=0.0 if self.session_weight > 0 else DEFAULT_SESSION_WEIGHT)
-        if stage in ("dedup", "rerank", "collapse", "mmr"):
+        if stage in ("dedup", "rerank", "collapse", "currentness", "mmr"):
             return self.replace(**{stage: not getattr(self, stage)})
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")

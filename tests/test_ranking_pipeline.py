@@ -91,11 +91,13 @@ def test_every_switch_combination_runs_and_keeps_the_order_total():
 
 def test_all_off_is_fusion_order_with_the_tie_break():
     pool = [cand(1, 0.5, day=0), cand(2, 0.5, day=1), cand(3, 0.9, day=0)]
-    cfg = StageConfig(dedup=False, question_weight=1.0, session_weight=0.0, collapse=False, recency="off")
+    cfg = StageConfig(dedup=False, question_weight=1.0, session_weight=0.0, collapse=False, recency="off",
+                      currentness=False)
     out = shape(pool, cfg, query="latest news")
     assert rids(out.cands) == [3, 2, 1]
     assert out.stages == {"dedup": "off", "questions": "off", "session": "off", "rerank": "off", "collapse": "off",
-                          "bonuses": "off", "recency": "off", "mmr": "off (no budget:N)", "min_score": "off"}
+                          "bonuses": "off", "recency": "off", "currentness": "off", "mmr": "off (no budget:N)",
+                          "min_score": "off"}
 
 
 def test_rerank_without_embeddings_notes_why_and_keeps_order():

@@ -236,7 +236,7 @@ SESSIONS: list[Session] = [
             F("debounce-window", "fact", "The file watcher (src/watch.rs, notify crate; FSEvents backend on macOS) coalesces changes within a 200 ms debounce window before syncing. Sync is idempotent, so a double sync is harmless.", [3, 5], entity="watch", tags=["watcher", "debounce", "notify"]),
             F("maya-ignored-tests", "preference", "maya dislikes #[ignore]d tests because they rot; every quarantined test needs a tracking issue and a deadline (a release by which it is fixed or deleted).", [10, 11], entity="maya", tags=["maya", "tests", "flaky"]),
             F("sleepy-tests", "observation", "Tests that wait on wall-clock sleeps, all listed in #231 as flakiness risks: tests/sync.rs::sync_after_remote_change (1 s sleep for a git fetch), src/lock.rs::lock_times_out, src/watch.rs::watch_stops_on_ctrl_c.", [16, 17], entity="tests", tags=["flaky", "timing", "tests"]),
-            F("nextest-eval", "decision", "Evaluate cargo-nextest (per-test processes, retries, FLAKY reporting, JUnit output) after the April 2026 release; note it does not run doctests.", [12, 13, 14, 15], entity="tests", tags=["nextest", "tests"]),
+            F("nextest-eval", "decision", "Evaluate cargo-nextest (per-test processes, retries, FLAKY reporting, JUnit output) after the April 2026 release; note it does not run doctests.", [12, 13, 14, 15], entity="tests", tags=["nextest", "tests"], id="f-nextest-eval"),
         ],
     ),
     # ------------------------------------------------------------------ 5
@@ -319,6 +319,9 @@ SESSIONS: list[Session] = [
             F("nextest-filter", "procedure", "Run a subset with nextest: `cargo nextest run -E 'test(/^config::/)'` (filterset with a regex) or `cargo nextest run config::` (substring).", [18, 19], entity="tests", tags=["nextest", "filtering"]),
             F("latent-test-bugs", "fact", "Process-per-test under nextest exposed two latent bugs: tests/lock.rs::lock_is_reentrant depended on static state from another test (`LockHeld { pid: 0 }`), and two tests shared /tmp/tern-test. Tests now use tempfile::tempdir() and set up their own state.", [9], entity="tests", tags=["tests", "nextest", "isolation"]),
             F("pr-commands-dup1", "preference", "maya wants every PR description to say which commands were run to test it and on which platforms.", [16, 17], entity="maya", tags=["maya", "pull-requests", "review"]),
+            # The March plan ("evaluate cargo-nextest after the April release") was carried out here: its
+            # last version says so and points at the procedure that replaced it.
+            F("nextest-eval@2", "decision", "Done: cargo-nextest was evaluated and adopted when CI switched from `cargo test` to `cargo nextest run` in #251 (2026-04-09); the current way to run the tests is the test command.", [15], entity="tests", tags=["nextest", "tests"], id="f-nextest-eval", status="superseded", superseded_by="f-test-command"),
         ],
     ),
     # ------------------------------------------------------------------ 7
@@ -703,6 +706,7 @@ SUPERSESSION = [
     ("b: supersedes + superseded_by version + slot", "f-config-format-v2 -> f-config-format-v1", "config.format"),
     ("c: shared slot", "f-release-cadence-monthly -> f-release-cadence-biweekly", "release.cadence"),
     ("c: shared slot", "f-docs-deploy-ghpages -> f-docs-deploy-cloudflare", "docs.deploy"),
+    ("b: superseded_by version (a plan carried out)", "f-nextest-eval -> f-test-command", None),
     ("d: deleted version", "f-telemetry", None),
     ("d: deleted version", "f-telemetry-db", None),
 ]

@@ -1,0 +1,181 @@
+"""Which turns and summaries yield to which current fact: the store side of ranking/currentness.py.
+
+Derived from the facts table and `heads` once per store generation (an ingest is what changes it), so
+a recall pays only for a dictionary lookup per candidate. Two links (ranking/currentness.py says what
+the stage does with them):
+
+- evidence: a current turn or summary cited in the `refs` of a fact row that is not current, and cited
+  by no current fact. It yields to the fact that replaced that row: the current version of the same
+  id, else the head of its supersession chain, else the current fact of its slot (none: deleted).
+- session: a current turn or summary of a conversation in which a fact of a changing attribute was
+  recorded (the fact's `session`, or the sessions of the turns it cites), for the attribute's current
+  fact. An attribute changes when one of its rows is not current and something replaced it.
+
+Scope: every link is checked against the caller's principal before it is used (`links_for`): the
+current fact must pass the gate with the request's filters, and a stale fact named in a mark must be
+readable by the principal's policy; a link that fails either is as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from recallfs.query.caches import LruCache
+from recallfs.query.currentness import MAX_CHAIN, FactState, chain_head, fact_links
+from recallfs.query.cursor import Cursor
+from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.gate import authorize_in_store, scope_clause
+from recallfs.query.query_syntax import RecallOptions
+from recallfs.query.store import Store
+from recallfs.ranking.currentness import EVIDENCE, SESSION, CurrentLink
+from recallfs.scope.principal import Principal
+
+Located = dict[str, list[tuple[int, str | None]]]  # a column's value -> [(rid, session)]
+_FACT_COLUMNS = "rid, id, version, status, slot, supersedes, superseded_by, created_at, refs, session"
+
+
+@dataclass(frozen=True, slots=True)
+class _Fact:
+    rid: int
+    id: str
+    version: int
+    status: str
+    slot: str | None
+    supersedes: str | None
+    superseded_by: str | None
+    created_at: datetime | None
+    refs: tuple[str, ...]
+    session: str | None
+
+
+@dataclass(slots=True)
+class Derived:
+    """target rid -> its links, each with the rid of the stale fact row it names (None: session link)."""
+
+    links: dict[int, list[tuple[CurrentLink, int | None]]] = field(default_factory=dict)
+
+    def add(self, rid: int, link: CurrentLink, stale_rid: int | None) -> None:
+        self.links.setdefault(rid, []).append((link, stale_rid))
+
+
+class _Replacements:
+    """Which current fact row replaced a fact id (None: nothing did, it is gone)."""
+
+    def __init__(self, facts: Sequence[_Fact], heads: set[int]) -> None:
+        self.head_of_id = {f.id: f for f in facts if f.rid in heads}
+        latest: dict[str, _Fact] = {}
+        for f in facts:
+            if f.id not in latest or f.version > latest[f.id].version:
+                latest[f.id] = f
+        self.latest = latest
+        states = {i: FactState(i, f.status, f.supersedes, f.superseded_by, f.created_at, f.version, f.rid)
+                  for i, f in latest.items()}
+        self.links = fact_links(states)
+        self.rank = {i: s.newness() for i, s in states.items()}
+        self.slot_head = {f.slot: f for f in self.head_of_id.values() if f.slot}
+
+    def of(self, fid: str, depth: int = 0) -> _Fact | None:
+        if fid in self.head_of_id:
+            return self.head_of_id[fid]
+        if depth < 4 and fid in self.links:
+            head, _ = chain_head(self.links, fid, MAX_CHAIN, self.rank)
+            if head != fid:
+                return self.of(head, depth + 1)
+        slot = self.latest[fid].slot if fid in self.latest else None
+        return self.slot_head.get(slot) if slot else None
+
+
+def derive(cur: Cursor, schema: str) -> Derived:
+    """Every link of the partition (see the module docstring)."""
+    facts = [_Fact(int(r[0]), str(r[1]), int(r[2]), str(r[3]), r[4], r[5], r[6], r[7],
+                   tuple(str(x) for x in (r[8] or ())), r[9])
+             for r in cur.execute(f"SELECT {_FACT_COLUMNS} FROM {schema}.facts ORDER BY created_at, rid").fetchall()]
+    heads = {int(r[0]) for r in cur.execute(f"SELECT rid FROM {schema}.heads").fetchall()}
+    out = Derived()
+    stale = [f for f in facts if f.rid not in heads]
+    if not stale:
+        return out
+    replaced = _Replacements(facts, heads)
+    current_refs = {ref for f in facts if f.rid in heads for ref in f.refs}
+    pairs = [(f, replaced.of(f.id)) for f in stale]
+    cited = _current_rows(cur, schema, "source_id", {ref for f in stale for ref in f.refs})
+    for f, head in pairs:  # oldest first: a later citation wins
+        link = CurrentLink(EVIDENCE, head.rid if head else None, head.id if head else None, f.id)
+        for ref in f.refs:
+            if ref not in current_refs:
+                for rid, _ in cited.get(ref, ()):
+                    out.links[rid] = [(link, f.rid)]
+    _session_links(cur, schema, out, [(f, h) for f, h in pairs if h is not None], cited)
+    return out
+
+
+def _session_links(cur: Cursor, schema: str, out: Derived, pairs: Sequence[tuple[_Fact, _Fact]],
+                   cited: Located) -> None:
+    """Session links for the conversations of every changing attribute's facts (stale and current)."""
+    ref_sessions = _current_rows(cur, schema, "source_id", {r for _, h in pairs for r in h.refs})
+    covers: dict[str, dict[int, _Fact]] = {}
+    for f, head in pairs:
+        for fact, rows in ((f, cited), (head, ref_sessions)):
+            sessions = {fact.session} | {s for ref in fact.refs for _, s in rows.get(ref, ())}
+            for session in sessions - {None}:
+                covers.setdefault(str(session), {})[head.rid] = head
+    by_session = _current_rows(cur, schema, "session", set(covers))
+    for session, heads in covers.items():
+        for rid, _ in by_session.get(session, ()):
+            if rid in out.links and out.links[rid][0][0].link == EVIDENCE:
+                continue
+            for head in heads.values():
+                out.add(rid, CurrentLink(SESSION, head.rid, head.id), None)
+
+
+def _current_rows(cur: Cursor, schema: str, column: str, values: Iterable[str]) -> Located:
+    """value of `column` -> [(rid, session)] of the current turns and summaries holding it."""
+    wanted = sorted(set(values))
+    out: Located = {}
+    if not wanted:
+        return out
+    for table in ("turns", "summaries"):
+        rows = cur.execute(
+            f"""SELECT m.{column}, m.rid, m.session FROM {schema}.{table} m
+                WHERE m.{column} IN (SELECT unnest(?::VARCHAR[])) AND m.rid IN (SELECT rid FROM {schema}.heads)""",
+            [wanted],
+        ).fetchall()
+        for value, rid, session in rows:
+            out.setdefault(str(value), []).append((int(rid), session))
+    return out
+
+
+_DERIVED: LruCache[tuple[Any, ...], Derived] = LruCache(256)
+
+
+def derived(store: Store, schema: str) -> Derived:
+    """`derive`, once per store generation."""
+    return _DERIVED.get_or_compute((str(store.path), *store_state(store), schema),
+                                   lambda: derive(store.cursor(), schema))
+
+
+def links_for(
+    store: Store, principal: Principal, schema: str, rids: Iterable[int], options: RecallOptions,
+) -> dict[int, list[CurrentLink]]:
+    """The links of these candidates that this principal may act on (see Scope in the docstring)."""
+    table = derived(store, schema).links
+    mine = {rid: table[rid] for rid in rids if rid in table}
+    if not mine:
+        return {}
+    current = {link.current_rid for links in mine.values() for link, _ in links if link.current_rid is not None}
+    shown = authorize_in_store(store, principal, schema, "facts", current, options)
+    where, params = scope_clause(principal, schema, None, current_only=False)
+    readable = allowed_rids(store, schema, "facts", where, params)
+    out: dict[int, list[CurrentLink]] = {}
+    for rid, links in mine.items():
+        kept = [link for link, stale_rid in links
+                if (stale_rid is None or bool(np.isin(stale_rid, readable)))
+                and (link.current_rid is None or link.current_rid in shown)]
+        if kept:
+            out[rid] = kept
+    return out
