@@ -13,7 +13,17 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from recallfs.query.arms import Scope, SemanticArm, SemanticQuery, Trace, calibrated_arms, ranked_arms
+from recallfs.query.arms import (
+    Scope,
+    SemanticArm,
+    SemanticQuery,
+    Trace,
+    attach_evidence,
+    calibrated_arms,
+    calibrated_evidence,
+    ranked_arms,
+)
+from recallfs.query.fallback import fallback_note, filters_of, newest_selected
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms
@@ -49,6 +59,9 @@ class Hit:
     row: dict[str, Any]
     # other memories folded into this hit by dedup or near-duplicate collapse: {id, table, source_id}
     also: list[dict[str, Any]] = field(default_factory=list)
+    relevance: float = 0.0  # the arms' calibrated evidence before shaping (what the relevance floor reads)
+    cosine: float | None = None  # the query's cosine to it, when the semantic arm scored it
+    shares_words: bool = False  # it holds a word of the query
 
     def as_json(self) -> dict[str, Any]:
         r = self.row
@@ -189,9 +202,12 @@ def recall(
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic)
     shaped = _shape(authorized, config, inputs, trace)
+    ranked, total = shaped.cands, len(shaped.cands)
+    if not ranked and filters_of(req.options):
+        ranked, rows, total = _fallback(scope, principal, req, trace, shaped.stages)
     entity = _entity(req, scope, trace) if config.entity_first else None
-    hits = _page(shaped.cands, rows, req, trace)
-    return _result(req, principal, trace, t_start, hits=hits, total=len(shaped.cands), entity=entity,
+    hits = _page(ranked, rows, req, trace)
+    return _result(req, principal, trace, t_start, hits=hits, total=total, entity=entity,
                    stages=shaped.stages)
 
 
@@ -245,9 +261,18 @@ def _fuse(
     """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run."""
     if req.calibrated:
         scores, tables = calibrated_arms(scope, req.terms, semantic, trace)
-        return trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
+        fused = trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
+        attach_evidence(fused, scores, semantic)
+        return fused
     lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=req.lexical)
-    return trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
+    fused = trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
+    # The floor reads calibrated evidence; rank fusion's scores are reciprocal ranks. Custom weights
+    # apply to both; the defaults of calibrated fusion weigh the evidence.
+    # The lexical side always runs here (cached BM25): whether a hit shares a word with the query is
+    # asked of every hit, also when only the semantic arm ranks.
+    chosen = [a for a, on in (("lexical", req.lexical), ("semantic", req.semantic)) if on]
+    calibrated_evidence(scope, req.terms, semantic, fused, trace, arms=chosen, weights=weights)
+    return fused
 
 
 def _authorize_and_load(
@@ -284,6 +309,21 @@ def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, tra
     return shaped
 
 
+def _fallback(
+    scope: Scope, principal: Principal, req: Request, trace: Trace, stages: dict[str, str]
+) -> tuple[list[Candidate], dict[int, Row], int]:
+    """The text matched nothing the filters select: those memories, newest first (query/fallback.py),
+    through the gate like any hit; (candidates, rows, how many the filters select)."""
+    cands, total = trace.timed("fallback", partial(newest_selected, scope, req.offset + req.k))
+    if not cands:
+        stages["fallback"] = "none: the filters select no memory"
+        return [], {}, 0
+    authorized, rows = _authorize_and_load(scope, principal, cands, req.options, trace)
+    trace.notes.append(fallback_note(req.text, filters_of(req.options), total))
+    stages["fallback"] = f"newest first: the filters select {total}"
+    return authorized, rows, total
+
+
 def _entity(req: Request, scope: Scope, trace: Trace) -> EntityCard | None:
     """The card of the entity the query names exactly (query/shaping.entity_card)."""
     if not req.text.strip():
@@ -303,7 +343,8 @@ def _page(ranked: list[Candidate], rows: dict[int, Row], req: Request, trace: Tr
         Hit(rank=req.offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score, arms=sorted(c.arms),
             ranks=dict(c.ranks), row=rows[c.rid],
             also=[{"id": rows[r]["id"], "table": rows[r]["table"], "source_id": rows[r]["source_id"]}
-                  for r in c.merged if r in rows])
+                  for r in c.merged if r in rows], relevance=c.relevance or 0.0, cosine=c.cosine,
+            shares_words=c.shares_words)
         for i, c in enumerate(page)
     ]
 

@@ -1,0 +1,49 @@
+"""The relevance floor: a hit whose arms barely matched the query is no hit at all.
+
+Every query finds *something* nearest to it: the semantic arm scores how far a memory stands out from
+the query's similarity to memories in general, and for a query about nothing the memory memory holds
+("zzqxv", a topic since deleted) the nearest rows still stand out a little (short content-free turns
+such as "👍" sit close to any out-of-vocabulary text). Without a floor those come back as hits, and an
+agent cannot tell "memory has nothing on this" from a weak match.
+
+Two tests, both on evidence rather than on the shaped score:
+
+- `relevance` (every hit): the calibrated fused score of the arms that ran, set before any shaping
+  stage (question turns, session evidence, recency are priors on *which* match comes first, not
+  evidence that something matched);
+- `cosine` (hits only the semantic arm found): the z-score that calibrates the semantic arm says how far
+  a row stands out from the query's similarity to memories in general, which for a query about nothing
+  is still "a little"; an absolute cosine says whether it is near at all.
+
+The floor reads `Candidate.relevance`, the calibrated fused score of the arms that ran, set before any
+shaping stage (question turns, session evidence, recency are priors on *which* match comes first, not
+evidence that something matched). The default was chosen by measurement (developer-notes/ranking.md).
+"""
+
+from __future__ import annotations
+
+from recallfs.ranking.candidates import Candidate, ordered
+
+# When no candidate holds a word of the query (no memory the caller may read shares one with it:
+# gibberish, a topic never mentioned), the semantic arm is the only witness, and for such a query
+# MiniLM puts content-free rows ("👍", "Show me.") at cosine 0.3-0.42. Then it must be this near.
+NO_SHARED_WORD_COSINE = 0.5
+
+
+def passes(cand: Candidate, floor: float, min_cosine: float) -> bool:
+    """Whether a candidate is a match: its relevance reaches `floor`, and when it holds no word of the
+    query (only the semantic arm vouches for it), its cosine to the query reaches `min_cosine` too."""
+    if cand.relevance is not None and cand.relevance < floor:
+        return False
+    return cand.shares_words or cand.cosine is None or cand.cosine >= min_cosine
+
+
+def above_floor(cands: list[Candidate], floor: float, min_cosine: float = 0.0) -> list[Candidate]:
+    """The candidates that pass; (0, 0) keeps all. Pure, returns new candidates."""
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError("the relevance floor must lie in 0..1")
+    if not -1.0 <= min_cosine <= 1.0:
+        raise ValueError("the floor's cosine must lie in -1..1")
+    if min_cosine > 0 and not any(c.shares_words for c in cands):
+        min_cosine = max(min_cosine, NO_SHARED_WORD_COSINE)
+    return ordered([c.copy() for c in cands if passes(c, floor, min_cosine)])
