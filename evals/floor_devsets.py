@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from recallfs.evals.floor_sweep import evidence, sweep
+from recallfs.evals.floor_sweep import any_shared_word, evidence, sweep
 from recallfs.query.query_syntax import RecallOptions
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "memory_dev"
@@ -143,7 +143,7 @@ def measure(dev: DevSet, store_path: Path, arm: str, fusion: str) -> dict[str, A
             result = recall(store, Principal(org, name, "dev"), query, semantic=semantic, k=TOP, arm=arm,
                             fusion=fusion, stages=stages, options=RecallOptions(until=until))
             key = "source_id" if level == "source" else "session"
-            gold.append([any(h.shares_words for h in result.hits),
+            gold.append([any_shared_word(result),
                          [evidence(h) for h in result.hits if str(h.row[key]) in units]])
     return {"questions": len(gold), "rows": sweep(gold), "gold": gold}
 

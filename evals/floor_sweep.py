@@ -53,8 +53,13 @@ def passes(ev: Evidence, floor: float, cosine: float, any_words: bool = True) ->
 
 def gold_evidence(result: RecallResult, units: Callable[[Any], Iterable[str]], gold: frozenset[str]) -> list[Any]:
     """[any hit holds a query word, [evidence of each top-TOP hit that counts for a gold unit]]."""
-    return [any(h.shares_words for h in result.hits),
-            [evidence(h) for h in result.hits[:TOP] if gold & set(units(h))]]
+    return [any_shared_word(result), [evidence(h) for h in result.hits[:TOP] if gold & set(units(h))]]
+
+
+def any_shared_word(result: RecallResult) -> bool:
+    """Whether some readable memory holds a word of the query: recall() raised the floor's cosine when
+    none does, and says so in stages.floor (ranking/floor.floor_config)."""
+    return f"cosine {NO_SHARED_WORD_COSINE:g}" not in result.stages.get("floor", "")
 
 
 def sweep(gold: Sequence[Any], junk: Sequence[Sequence[Evidence]] = (),
@@ -105,7 +110,8 @@ def _measure(args: argparse.Namespace) -> dict[str, Any]:
             principal = Principal(first.org, first.workspace, "eval")
             for text in JUNK_QUERIES:
                 result = recall(store, principal, text, semantic=semantic, **kwargs)
-                junk.append([evidence(h) for h in result.hits])
+                junk.append([evidence(h) for h in result.hits] if any_shared_word(result)
+                            else [evidence(h) for h in result.hits if h.shares_words])
     finally:
         store.close()
     return {"dataset": args.dataset, "arm": args.arm, "fusion": args.fusion, "semantic": reason or "on",

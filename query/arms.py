@@ -211,12 +211,13 @@ def _failed(trace: Trace, arm: str, table: str, exc: Exception) -> None:
 def calibrated_evidence(
     scope: Scope, terms: list[str], semantic: SemanticQuery | None, cands: Sequence[Candidate], trace: Trace,
     *, arms: Sequence[str], weights: Mapping[str, float] | None,
-) -> None:
+) -> bool:
     """For rank-fused candidates (RECALLFS_FUSION=rrf, or a single arm): set each one's `relevance` to
     the calibrated fused score of the `arms` that ran, and `shares_words`, so that the relevance floor
     means the same whichever fusion orders the hits. Rank fusion's own scores are reciprocal ranks:
     they say where a row came, not whether it matched. Costs a second pass of the arms (cached BM25,
-    one more FAISS search per table); a failure here only leaves a relevance at 0, noted once."""
+    one more FAISS search per table); a failure here only leaves a relevance at 0, noted once.
+    Returns whether any readable memory holds a word of the query (shares_words)."""
     quiet = Trace(notes=[], degraded=trace.degraded, degraded_reason=trace.degraded_reason)
     scores, tables = calibrated_arms(scope, terms, semantic, quiet)
     tables.update((c.rid, c.table) for c in cands)
@@ -226,6 +227,12 @@ def calibrated_evidence(
         cand.relevance = fused.get(cand.rid, 0.0)
     attach_evidence(cands, scores, semantic)
     trace.timings["evidence"] = sum(quiet.timings.values())
+    return shares_words(scores)
+
+
+def shares_words(scores: Scored) -> bool:
+    """Whether the lexical side found any readable memory holding a word of the query."""
+    return any(s > 0 for name, found in scores.items() if name.startswith("lexical:") for s in found.values())
 
 
 def attach_evidence(cands: Sequence[Candidate], scores: Scored, semantic: SemanticQuery | None) -> None:

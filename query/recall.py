@@ -22,6 +22,7 @@ from recallfs.query.arms import (
     calibrated_arms,
     calibrated_evidence,
     ranked_arms,
+    shares_words,
 )
 from recallfs.query.fallback import fallback_note, filters_of, newest_selected
 from recallfs.query.fts_freshness import behind_note
@@ -35,6 +36,7 @@ from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.floor import floor_config
 from recallfs.ranking.fusion import calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
@@ -196,9 +198,9 @@ def recall(
         return _result(req, principal, trace, t_start)
     scope = _scope(store, principal, schema, req, candidates, trace)
     handle = _semantic_query(req, semantic, trace)
-    fused = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
+    fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
     authorized, rows = _authorize_and_load(scope, principal, fused, req.options, trace)
-    config = stages or StageConfig()
+    config = floor_config(stages or StageConfig(), any_shared_word=words)
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic)
     shaped = _shape(authorized, config, inputs, trace)
@@ -257,13 +259,14 @@ def _semantic_query(req: Request, semantic: SemanticArm | None, trace: Trace) ->
 def _fuse(
     req: Request, scope: Scope, semantic: SemanticQuery | None, trace: Trace, *,
     weights: dict[str, float] | None, rrf_k: int,
-) -> list[Candidate]:
-    """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run."""
+) -> tuple[list[Candidate], bool]:
+    """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run.
+    Also returns whether any readable memory holds a word of the query (for the relevance floor)."""
     if req.calibrated:
         scores, tables = calibrated_arms(scope, req.terms, semantic, trace)
         fused = trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
         attach_evidence(fused, scores, semantic)
-        return fused
+        return fused, shares_words(scores)
     lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=req.lexical)
     fused = trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
     # The floor reads calibrated evidence; rank fusion's scores are reciprocal ranks. Custom weights
@@ -271,8 +274,8 @@ def _fuse(
     # The lexical side always runs here (cached BM25): whether a hit shares a word with the query is
     # asked of every hit, also when only the semantic arm ranks.
     chosen = [a for a, on in (("lexical", req.lexical), ("semantic", req.semantic)) if on]
-    calibrated_evidence(scope, req.terms, semantic, fused, trace, arms=chosen, weights=weights)
-    return fused
+    words = calibrated_evidence(scope, req.terms, semantic, fused, trace, arms=chosen, weights=weights)
+    return fused, words
 
 
 def _authorize_and_load(

@@ -23,11 +23,14 @@ evidence that something matched). The default was chosen by measurement (develop
 from __future__ import annotations
 
 from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.stage_config import StageConfig
 
-# When no candidate holds a word of the query (no memory the caller may read shares one with it:
-# gibberish, a topic never mentioned), the semantic arm is the only witness, and for such a query
-# MiniLM puts content-free rows ("👍", "Show me.") at cosine 0.3-0.42. Then it must be this near.
-NO_SHARED_WORD_COSINE = 0.5
+# When no memory the caller may read holds a word of the query (gibberish, a topic never mentioned),
+# the semantic arm is the only witness. MiniLM then puts content-free rows near out-of-vocabulary
+# text ("zzqxv" to "👍": cosine 0.339), while a real paraphrase sharing no word with the store sits at
+# 0.38 ("does anyone own a boat" / "... sailing dinghy ..."), so the cosine asked rises a little.
+# A tokenizer-level test (the query holds no word the model reads whole) would be the sturdier one.
+NO_SHARED_WORD_COSINE = 0.35
 
 
 def passes(cand: Candidate, floor: float, min_cosine: float) -> bool:
@@ -44,6 +47,13 @@ def above_floor(cands: list[Candidate], floor: float, min_cosine: float = 0.0) -
         raise ValueError("the relevance floor must lie in 0..1")
     if not -1.0 <= min_cosine <= 1.0:
         raise ValueError("the floor's cosine must lie in -1..1")
-    if min_cosine > 0 and not any(c.shares_words for c in cands):
-        min_cosine = max(min_cosine, NO_SHARED_WORD_COSINE)
     return ordered([c.copy() for c in cands if passes(c, floor, min_cosine)])
+
+
+def floor_config(config: StageConfig, *, any_shared_word: bool) -> StageConfig:
+    """The stages' config for one query: when no memory the caller may read holds a word of it, the
+    floor's cosine rises to NO_SHARED_WORD_COSINE (unless the cosine test is off). Asked of the store,
+    not of the candidates: a semantic-only ranking (`--arm semantic`) has no lexical candidates."""
+    if any_shared_word or config.floor_cosine <= 0 or config.floor_cosine >= NO_SHARED_WORD_COSINE:
+        return config
+    return config.replace(floor_cosine=NO_SHARED_WORD_COSINE)

@@ -6,8 +6,9 @@ import pytest
 from ranking_helpers import cand, rids
 
 from recallfs.ranking.candidates import Candidate, absorb
-from recallfs.ranking.floor import NO_SHARED_WORD_COSINE, above_floor, passes
+from recallfs.ranking.floor import NO_SHARED_WORD_COSINE, above_floor, floor_config, passes
 from recallfs.ranking.recency import recency_in_band
+from recallfs.ranking.stage_config import StageConfig
 
 
 def ev(rid: int, relevance: float | None, *, words: bool = True, cosine: float | None = None,
@@ -32,16 +33,19 @@ def test_passes(c, floor, cosine, kept):
     assert passes(c, floor, cosine) is kept
 
 
-def test_no_shared_word_raises_the_cosine():
-    # "zzqxv" against the demo store: nothing shares a word with it, and "👍" stands out at cosine 0.34.
+@pytest.mark.parametrize(("cosine", "any_word", "raised"), [
+    (0.3, True, 0.3), (0.3, False, NO_SHARED_WORD_COSINE), (0.0, False, 0.0), (0.7, False, 0.7)])
+def test_no_shared_word_raises_the_cosine(cosine, any_word, raised):
+    assert floor_config(StageConfig(floor_cosine=cosine), any_shared_word=any_word).floor_cosine == raised
+
+
+def test_junk_of_a_query_no_memory_shares_a_word_with():
+    # "zzqxv" against the demo store: no memory holds it, and "👍" stands out at cosine 0.34.
     junk = [ev(1, 0.14, words=False, cosine=0.34), ev(2, 0.05, words=False, cosine=0.28)]
-    assert above_floor(junk, 0.01, 0.3) == []
-    near = [ev(1, 0.3, words=False, cosine=NO_SHARED_WORD_COSINE), ev(2, 0.2, words=False, cosine=0.34)]
-    assert rids(above_floor(near, 0.01, 0.3)) == [1]
-    # once one candidate holds a query word, a semantic-only one needs the plain cosine only
-    mixed = [ev(1, 0.3, words=True), ev(2, 0.2, words=False, cosine=0.34)]
-    assert rids(above_floor(mixed, 0.01, 0.3)) == [1, 2]
-    assert rids(above_floor(junk, 0.0, 0.0)) == [1, 2]  # off: the cosine test is off too
+    config = floor_config(StageConfig(), any_shared_word=False)
+    assert above_floor(junk, config.relevance_floor, config.floor_cosine) == []
+    assert rids(above_floor(junk, 0.01, 0.3)) == [1]  # with a shared word somewhere, 0.34 would be near enough
+    assert rids(above_floor(junk, 0.0, 0.0)) == [1, 2]  # off
 
 
 def test_floor_edges_and_purity():
