@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from recallfs.evals.floor_sweep import any_shared_word, evidence, sweep
+from recallfs.evals.floor_sweep import MEASURE_COSINE, any_shared_word, evidence, sweep
 from recallfs.query.query_syntax import RecallOptions
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "memory_dev"
@@ -135,7 +135,7 @@ def measure(dev: DevSet, store_path: Path, arm: str, fusion: str) -> dict[str, A
     from recallfs.scope.principal import Principal
 
     semantic, _ = load_semantic(settings_mod.resolve()) if arm != "lexical" else (None, "off")
-    stages = StageConfig(relevance_floor=0.0, floor_cosine=0.0)
+    stages = StageConfig(relevance_floor=0.0, floor_cosine=MEASURE_COSINE)
     gold: list[Any] = []
     with Store(store_path, read_only=True) as store:
         for ws, query, units, level, until in dev.questions:

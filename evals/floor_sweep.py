@@ -26,6 +26,10 @@ from recallfs.ranking.stage_config import StageConfig
 FLOORS = (0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.08, 0.1)
 COSINES = (0.0, 0.25, 0.3, 0.35, 0.4)
 TOP = 10
+# The floor "off" for the sweep, but with its cosine test on at a value every semantic hit clears
+# (the arm's own floor is 0.2): so recall() still reports in stages.floor whether any readable memory
+# holds a query word, and applies the raised cosine (NO_SHARED_WORD_COSINE) when none does.
+MEASURE_COSINE = 1e-6
 # Queries the demo store has nothing on: gibberish, and questions on topics it never mentions.
 JUNK_QUERIES = (
     "zzqxv", "asdf qwerty", "xkcd lorem ipsum", "qwpoeiruty", "blorptang frizzle", "aaaaaaaa", "??", "🦄🦄",
@@ -62,7 +66,7 @@ def any_shared_word(result: RecallResult) -> bool:
     return f"cosine {NO_SHARED_WORD_COSINE:g}" not in result.stages.get("floor", "")
 
 
-def sweep(gold: Sequence[Any], junk: Sequence[Sequence[Evidence]] = (),
+def sweep(gold: Sequence[Any], junk: Sequence[Any] = (),
           floors: Sequence[float] = FLOORS, cosines: Sequence[float] = COSINES) -> list[dict[str, Any]]:
     """Per (floor, cosine): answerable questions whose every gold hit in the top 10 would be dropped
     (so the gold leaves the top 10: a floor only drops hits), and junk queries left with no hit."""
@@ -73,13 +77,12 @@ def sweep(gold: Sequence[Any], junk: Sequence[Sequence[Evidence]] = (),
             lost = sum(1 for w, g in answerable if not any(passes(e, f, c, w) for e in g))
             rows.append({"floor": f, "cosine": c, "questions": len(gold), "gold_in_top10": len(answerable),
                          "lost": lost, "junk": len(junk),
-                         "junk_empty": sum(1 for j in junk if not any(passes(e, f, c, any(x[1] for x in j))
-                                                                      for e in j))})
+                         "junk_empty": sum(1 for w, j in junk if not any(passes(e, f, c, w) for e in j))})
     return rows
 
 
 def _recall_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    off = StageConfig(relevance_floor=0.0, floor_cosine=0.0)
+    off = StageConfig(relevance_floor=0.0, floor_cosine=MEASURE_COSINE)
     return {"arm": args.arm, "fusion": args.fusion, "stages": off, "k": TOP}
 
 
@@ -104,14 +107,13 @@ def _measure(args: argparse.Namespace) -> dict[str, Any]:
             def units(hit: Any, q: Any = q, m: dict[int, Any] = by_hit) -> list[str]:
                 return unit_fn(m[id(hit)], q)
             gold.append(gold_evidence(result, units, q.relevant[level]))
-        junk: list[list[Evidence]] = []
+        junk: list[Any] = []
         if args.junk:
             first = info.prepared.questions[0].principal
             principal = Principal(first.org, first.workspace, "eval")
             for text in JUNK_QUERIES:
                 result = recall(store, principal, text, semantic=semantic, **kwargs)
-                junk.append([evidence(h) for h in result.hits] if any_shared_word(result)
-                            else [evidence(h) for h in result.hits if h.shares_words])
+                junk.append([any_shared_word(result), [evidence(h) for h in result.hits]])
     finally:
         store.close()
     return {"dataset": args.dataset, "arm": args.arm, "fusion": args.fusion, "semantic": reason or "on",
