@@ -217,4 +217,3 @@ def _search_fresh(
         [*patterns, floor, *params, limit],
     ).fetchall()
     return [(int(r[0]), int(r[1])) for r in rows]
-
