@@ -51,7 +51,10 @@ def newest_selected(scope: Scope, want: int) -> tuple[list[Candidate], int]:
     return found[:want], total
 
 
+FALLBACK_NOTE = "no memory matched the query text;"  # how the fallback's note starts
+
+
 def fallback_note(text: str, filters: list[str], total: int) -> str:
     what = f"the text {text.strip()!r} matched none of them" if text.strip() else "the query has no search text"
-    return (f"no memory matched the query text; {' '.join(filters)} select{'s' if len(filters) == 1 else ''} "
+    return (f"{FALLBACK_NOTE} {' '.join(filters)} select{'s' if len(filters) == 1 else ''} "
             f"{total} memor{'y' if total == 1 else 'ies'} and {what}: showing them newest first")

@@ -44,6 +44,7 @@ def test_filters_whose_text_matches_nothing_list_their_memories_newest_first(mnt
     assert [h["id"] for h in result["hits"]] == ["f-deploy"] and result["hits"][0]["arms"] == ["filters"]
     assert any("tag:deploy selects 1 memory" in n and "newest first" in n for n in result["notes"])
     assert "Deploy with make release" in (query / names[0]).read_text()
+    assert "<note>no memory matched the query text; tag:deploy selects 1 memory" in (query / "context.xml").read_text()
 
 
 def test_the_cli_through_the_mount_says_the_same(mnt: Mount):
