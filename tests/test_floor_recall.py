@@ -39,7 +39,7 @@ def ask(demo, query: str, **kwargs):
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: "-".join(m.values()))
-@pytest.mark.parametrize("query", ["zzqxv", "xkcd lorem ipsum", "aaaaaaaa", "blorptang frizzle",
+@pytest.mark.parametrize("query", ["zzqxv", "kubernetes", "xkcd lorem ipsum", "aaaaaaaa", "blorptang frizzle",
                                    "my dentist appointment", "the price of bitcoin"])
 def test_a_query_memory_has_nothing_on_answers_nothing(demo, query, mode):
     result = ask(demo, query, **mode)
