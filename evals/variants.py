@@ -54,8 +54,8 @@ def ablations() -> dict[str, Variant]:
         rows[f"{stage} {'off' if _is_on(default, stage) else 'on'}"] = {"arm": "fused", "stages": toggled}
     rows["no shaping stages (plain fusion)"] = {
         "arm": "fused",
-        "stages": default.replace(dedup=False, question_weight=1.0, session_weight=0.0, collapse=False, recency="off",
-                                   currentness=False)}
+        "stages": default.replace(dedup=False, relevance_floor=0.0, floor_cosine=0.0, question_weight=1.0,
+                                  session_weight=0.0, collapse=False, recency="off", currentness=False)}
     for weight in (0.2, 0.6):
         rows[f"session evidence at {weight:g}"] = {"arm": "fused", "stages": default.replace(session_weight=weight)}
     rows["budget:1000 with MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000)}
@@ -75,6 +75,8 @@ def _is_on(config: Any, stage: str) -> bool:
         return bool(config.tag_bonus > 0 or config.kind_bonus > 0)
     if stage == "min_score":
         return bool(config.min_score > 0)
+    if stage == "floor":
+        return bool(config.relevance_floor > 0 or config.floor_cosine > 0)
     return bool(getattr(config, stage))
 
 

@@ -21,7 +21,8 @@ from recallfs.query.lexical import score_indexed, search_calibrated
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.store import Store
-from recallfs.ranking.fusion import list_key
+from recallfs.ranking.candidates import Candidate
+from recallfs.ranking.fusion import calibrated, list_key
 
 log = logging.getLogger("recallfs.recall")
 
@@ -60,6 +61,11 @@ class SemanticQuery(Protocol):
     def vector(self) -> np.ndarray | None:
         """The query's embedding: the one a search computed, else computed now; None when the arm has
         no model. Raises as the searches do (TimeoutError past the budget)."""
+        ...
+
+    @property
+    def cosines(self) -> Mapping[int, float]:
+        """rid -> the query's cosine, for each row a search of this handle returned or scored."""
         ...
 
 
@@ -200,3 +206,41 @@ def _failed(trace: Trace, arm: str, table: str, exc: Exception) -> None:
         log.exception("semantic arm failed on %s", table)
         trace.degraded, trace.degraded_reason = True, "error"
         trace.notes.append(f"semantic arm failed on {table}: {exc or type(exc).__name__}")
+
+
+def calibrated_evidence(
+    scope: Scope, terms: list[str], semantic: SemanticQuery | None, cands: Sequence[Candidate], trace: Trace,
+    *, arms: Sequence[str], weights: Mapping[str, float] | None,
+) -> bool:
+    """For rank-fused candidates (RECALLFS_FUSION=rrf, or a single arm): set each one's `relevance` to
+    the calibrated fused score of the `arms` that ran, and `shares_words`, so that the relevance floor
+    means the same whichever fusion orders the hits. Rank fusion's own scores are reciprocal ranks:
+    they say where a row came, not whether it matched. Costs a second pass of the arms (cached BM25,
+    one more FAISS search per table); a failure here only leaves a relevance at 0, noted once.
+    Returns whether any readable memory holds a word of the query (shares_words)."""
+    quiet = Trace(notes=[], degraded=trace.degraded, degraded_reason=trace.degraded_reason)
+    scores, tables = calibrated_arms(scope, terms, semantic, quiet)
+    tables.update((c.rid, c.table) for c in cands)
+    chosen = {name: found for name, found in scores.items() if name.split(":", 1)[0] in arms}
+    fused = {c.rid: c.score for c in calibrated(chosen, tables, weights=weights)}
+    for cand in cands:
+        cand.relevance = fused.get(cand.rid, 0.0)
+    attach_evidence(cands, scores, semantic)
+    trace.timings["evidence"] = sum(quiet.timings.values())
+    return shares_words(scores)
+
+
+def shares_words(scores: Scored) -> bool:
+    """Whether the lexical side found any readable memory holding a word of the query."""
+    return any(s > 0 for name, found in scores.items() if name.startswith("lexical:") for s in found.values())
+
+
+def attach_evidence(cands: Sequence[Candidate], scores: Scored, semantic: SemanticQuery | None) -> None:
+    """Each candidate's cosine to the query (as the semantic arm's searches measured it) and whether
+    the lexical side scored it (it holds a query word): what the floor asks of semantic-only hits."""
+    cosines = semantic.cosines if semantic is not None else {}
+    worded = {rid for name, found in scores.items() if name.startswith("lexical:") for rid, s in found.items()
+              if s > 0}
+    for cand in cands:
+        cand.cosine = cosines.get(cand.rid)
+        cand.shares_words = cand.rid in worded

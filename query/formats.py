@@ -10,6 +10,7 @@ import shlex
 import textwrap
 from xml.sax.saxutils import escape, quoteattr
 
+from recallfs.query.fallback import FALLBACK_NOTE
 from recallfs.query.recall import RecallResult
 
 
@@ -75,6 +76,8 @@ def render_context(result: RecallResult) -> str:
                    else f"<fact id={quoteattr(f['id'])} kind={quoteattr(f['kind'])}>{escape(f['content'])}</fact>"
                    for f in card.facts)
         out.append("</entity>")
+    # Hits from the filter fallback match the filters, not the text: a model must be told.
+    out.extend(f"<note>{escape(n)}</note>" for n in result.notes if n.startswith(FALLBACK_NOTE))
     for hit in result.hits:
         r = hit.row
         when = r["created_at"].isoformat(sep=" ", timespec="minutes") if r["created_at"] else ""

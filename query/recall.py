@@ -14,7 +14,18 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from recallfs.query.arms import Scope, SemanticArm, SemanticQuery, Trace, calibrated_arms, ranked_arms
+from recallfs.query.arms import (
+    Scope,
+    SemanticArm,
+    SemanticQuery,
+    Trace,
+    attach_evidence,
+    calibrated_arms,
+    calibrated_evidence,
+    ranked_arms,
+    shares_words,
+)
+from recallfs.query.fallback import fallback_note, filters_of, newest_selected
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.lexical import query_terms
@@ -29,6 +40,7 @@ from recallfs.query.staleness import links_for
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.currentness import EVIDENCE, PULLED, CurrentLink
+from recallfs.ranking.floor import floor_config
 from recallfs.ranking.fusion import calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
@@ -57,6 +69,9 @@ class Hit:
     also: list[dict[str, Any]] = field(default_factory=list)
     # the versions this one replaced, as <id>/v<n> (query/lineage.py), those the reader may read
     replaces: list[str] = field(default_factory=list)
+    relevance: float = 0.0  # the arms' calibrated evidence before shaping (what the relevance floor reads)
+    cosine: float | None = None  # the query's cosine to it, when the semantic arm scored it
+    shares_words: bool = False  # it holds a word of the query
 
     def as_json(self) -> dict[str, Any]:
         r = self.row
@@ -193,19 +208,22 @@ def recall(
         return _result(req, principal, trace, t_start)
     scope = _scope(store, principal, schema, req, candidates, trace)
     handle = _semantic_query(req, semantic, trace)
-    fused = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
+    fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
     authorized, rows = _authorize_and_load(scope, principal, fused, req.options, trace)
-    config = stages or StageConfig()
+    config = floor_config(stages or StageConfig(), any_shared_word=words)
     links = _current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic, links=links)
     shaped = _shape(authorized, config, inputs, trace)
-    hits = _page(shaped.cands, rows, req, trace)
+    ranked, total = shaped.cands, len(shaped.cands)
+    if not ranked and filters_of(req.options):
+        ranked, rows, total = _fallback(scope, principal, req, trace, shaped.stages)
+    hits = _page(ranked, rows, req, trace)
     replaced = replaced_by_hits(store, principal, schema, [(h.table, h.rid) for h in hits])
     for hit in hits:
         hit.replaces = replaced.get(hit.rid, [])
     entity = _entity(req, scope, hits, trace) if config.entity_first else None
-    return _result(req, principal, trace, t_start, hits=hits, total=len(shaped.cands), entity=entity,
+    return _result(req, principal, trace, t_start, hits=hits, total=total, entity=entity,
                    stages=shaped.stages)
 
 
@@ -257,13 +275,23 @@ def _semantic_query(req: Request, semantic: SemanticArm | None, trace: Trace) ->
 def _fuse(
     req: Request, scope: Scope, semantic: SemanticQuery | None, trace: Trace, *,
     weights: dict[str, float] | None, rrf_k: int,
-) -> list[Candidate]:
-    """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run."""
+) -> tuple[list[Candidate], bool]:
+    """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run.
+    Also returns whether any readable memory holds a word of the query (for the relevance floor)."""
     if req.calibrated:
         scores, tables = calibrated_arms(scope, req.terms, semantic, trace)
-        return trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
+        fused = trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
+        attach_evidence(fused, scores, semantic)
+        return fused, shares_words(scores)
     lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=req.lexical)
-    return trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
+    fused = trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
+    # The floor reads calibrated evidence; rank fusion's scores are reciprocal ranks. Custom weights
+    # apply to both; the defaults of calibrated fusion weigh the evidence.
+    # The lexical side always runs here (cached BM25): whether a hit shares a word with the query is
+    # asked of every hit, also when only the semantic arm ranks.
+    chosen = [a for a, on in (("lexical", req.lexical), ("semantic", req.semantic)) if on]
+    words = calibrated_evidence(scope, req.terms, semantic, fused, trace, arms=chosen, weights=weights)
+    return fused, words
 
 
 def _authorize_and_load(
@@ -327,6 +355,21 @@ def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, tra
     return shaped
 
 
+def _fallback(
+    scope: Scope, principal: Principal, req: Request, trace: Trace, stages: dict[str, str]
+) -> tuple[list[Candidate], dict[int, Row], int]:
+    """The text matched nothing the filters select: those memories, newest first (query/fallback.py),
+    through the gate like any hit; (candidates, rows, how many the filters select)."""
+    cands, total = trace.timed("fallback", partial(newest_selected, scope, req.offset + req.k))
+    if not cands:
+        stages["fallback"] = "none: the filters select no memory"
+        return [], {}, 0
+    authorized, rows = _authorize_and_load(scope, principal, cands, req.options, trace)
+    trace.notes.append(fallback_note(req.text, filters_of(req.options), total))
+    stages["fallback"] = f"newest first: the filters select {total}"
+    return authorized, rows, total
+
+
 def _entity(req: Request, scope: Scope, hits: list[Hit], trace: Trace) -> EntityCard | None:
     """The card of the entity the query names exactly (query/shaping.entity_card), fitted beside the
     page's hits: no fact twice, and within budget:N (shaping.fit_card)."""
@@ -353,7 +396,8 @@ def _page(ranked: list[Candidate], rows: dict[int, Row], req: Request, trace: Tr
         Hit(rank=req.offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score, arms=sorted(c.arms),
             ranks=dict(c.ranks), row=rows[c.rid],
             also=[{"id": rows[r]["id"], "table": rows[r]["table"], "source_id": rows[r]["source_id"]}
-                  for r in c.merged if r in rows])
+                  for r in c.merged if r in rows], relevance=c.relevance or 0.0, cosine=c.cosine,
+            shares_words=c.shares_words)
         for i, c in enumerate(page)
     ]
 

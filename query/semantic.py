@@ -150,12 +150,13 @@ class QuerySearch:
     the query's embedding computes it under the arm's budget, and the handle keeps it for the other
     tables and for the ranking stages."""
 
-    __slots__ = ("_vector", "arm", "text")
+    __slots__ = ("_vector", "arm", "cosines", "text")
 
     def __init__(self, arm: SemanticSearch, text: str) -> None:
         self.arm = arm
         self.text = text
         self._vector: np.ndarray | None = None
+        self.cosines: dict[int, float] = {}  # rid -> the query's cosine, for every row a search scored
 
     def vector(self) -> np.ndarray | None:
         if self._vector is None and self.arm.embedder is not None:
@@ -190,6 +191,7 @@ class QuerySearch:
             mean, sd = background
             floor = (mean + (ALONE_MIN_Z if alone else arm.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
             found = [(rid, score) for rid, score in found if score >= floor]
+        self.cosines.update((rid, 2.0 * score - 1.0) for rid, score in found)
         return [SemanticHit(rid, score) for rid, score in found]
 
     def search_calibrated(
@@ -216,6 +218,7 @@ class QuerySearch:
             calibrated = semantic_score(similarity_z(cosine, mean, sd))
             if cosine >= floor and calibrated > 0:
                 out[rid] = calibrated
+                self.cosines[rid] = cosine
         return out
 
     def _cosines(self, store: Store, schema: str, table: str, rids: list[int], qvec: np.ndarray) -> dict[int, float]:

@@ -60,6 +60,10 @@ def _s(default: Any, help: str) -> Any:
 
 _STAGE_HELP = {
     "dedup": "identity dedup: one hit per memory however many arms found it",
+    "relevance_floor": "drop hits whose arms matched the query less than this (calibrated 0..1, before "
+                       "shaping; 0 keeps all): a query memory has nothing on says no memory matched",
+    "floor_cosine": "a hit only the semantic arm found (no query word in it) must also be this near the "
+                    "query (cosine; 0: no such test)",
     "question_weight": "score x this for a turn that only asks (ends in '?'; 1: off)",
     "session_weight": "session evidence: a hit gains this x the best score among hits of its session (0: off)",
     "rerank": "rerank by the cosine of the query and the stored embeddings",
@@ -71,6 +75,8 @@ _STAGE_HELP = {
     "half_life_days": "recency half-life in days",
     "currentness": "turns and summaries yield to the current fact that replaced the fact they were evidence of, "
                    "or that was recorded in their conversation",
+    "recency_band": "recency reorders only the hits scoring at least this x the best score; the rest stay "
+                    "below them (0: every hit)",
     "mmr": "with budget:N, choose hits by MMR diversity (false: by score only)",
     "mmr_lambda": "MMR balance of relevance (1) against novelty (0)",
     "min_score": "drop hits whose score is below this (0..1; 0 keeps all)",
@@ -132,6 +138,8 @@ class Settings:
                       f"{format_weights(DEFAULT_WEIGHTS)} for calibrated fusion, {format_weights(RANK_WEIGHTS)} "
                       "for rank fusion and single arms")
     dedup: bool = _stage("dedup")
+    relevance_floor: float = _stage("relevance_floor")
+    floor_cosine: float = _stage("floor_cosine")
     question_weight: float = _stage("question_weight")
     session_weight: float = _stage("session_weight")
     rerank: bool = _stage("rerank")
@@ -142,6 +150,7 @@ class Settings:
     recency: str = _stage("recency")
     half_life_days: float = _stage("half_life_days")
     currentness: bool = _stage("currentness")
+    recency_band: float = _stage("recency_band")
     mmr: bool = _stage("mmr")
     mmr_lambda: float = _stage("mmr_lambda")
     min_score: float = _stage("min_score")

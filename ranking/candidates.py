@@ -29,13 +29,23 @@ class Candidate:
     merged: list[int] = field(default_factory=list)
     # Why this turn or summary is no longer current ('' when it is): ranking/currentness.py
     stale: str = ""
+    # How strongly the arms matched, on the calibrated 0..1 scale, before any shaping stage: what the
+    # relevance floor (ranking/floor.py) reads, so that priors (recency, session, questions) never
+    # decide whether a hit is a match at all.
+    relevance: float | None = None  # None: not measured (hand-made lists); the floor keeps it
+    # The query's cosine to this row's embedding when the semantic arm scored it (None: it did not).
+    # The z-score behind the semantic arm's relevance is relative to the query: for a query about
+    # nothing, the nearest rows still stand out. The floor also asks semantic-only hits for a cosine.
+    cosine: float | None = None
+    shares_words: bool = False  # the lexical side scored it: it holds a word of the query
 
     def copy(self) -> Candidate:
         """An independent copy: stages return new candidates rather than changing their input."""
         return Candidate(
             rid=self.rid, table=self.table, score=self.score, arms=set(self.arms), ranks=dict(self.ranks),
             created_at=self.created_at, id=self.id, content=self.content, kind=self.kind, tags=self.tags,
-            session=self.session, merged=list(self.merged), stale=self.stale,
+            session=self.session, merged=list(self.merged), stale=self.stale, relevance=self.relevance,
+            cosine=self.cosine, shares_words=self.shares_words,
         )
 
     def sort_key(self) -> tuple[float, float, str, int]:
@@ -55,6 +65,11 @@ def absorb(keeper: Candidate, other: Candidate) -> None:
     The keeper's score becomes the better of the two, so a group ranks where its best member ranked.
     """
     keeper.score = max(keeper.score, other.score)
+    if other.relevance is not None:
+        keeper.relevance = other.relevance if keeper.relevance is None else max(keeper.relevance, other.relevance)
+    keeper.shares_words = keeper.shares_words or other.shares_words
+    if other.cosine is not None:
+        keeper.cosine = other.cosine if keeper.cosine is None else max(keeper.cosine, other.cosine)
     keeper.arms |= other.arms
     for name, rank in other.ranks.items():
         keeper.ranks[name] = min(rank, keeper.ranks.get(name, rank))

@@ -95,7 +95,8 @@ def _fuse(
             cand.score += part
             cand.arms.add(arm)
             cand.ranks[name] = rank
-    if bound > 0:
-        for cand in fused.values():
+    for cand in fused.values():
+        if bound > 0:
             cand.score /= bound
+        cand.relevance = cand.score  # rank fusion's callers replace it with calibrated evidence
     return ordered(list(fused.values()))

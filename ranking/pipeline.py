@@ -1,9 +1,9 @@
 """The shaping stages in their fixed order (developer-notes/ranking.md), each one switchable for ablation.
 
-    fused candidates -> identity dedup -> question turns (x0.8 on calibrated scores) -> session evidence (on)
-      -> rerank (off)
+    fused candidates -> identity dedup -> relevance floor (0.01; semantic-only: cosine 0.3)
+      -> question turns (x0.8 on calibrated scores) -> session evidence (on) -> rerank (off)
       -> near-duplicate collapse (on)
-      -> metadata bonuses (off) -> recency (neutral; auto on temporal intent)
+      -> metadata bonuses (off) -> recency (neutral; auto on temporal intent; reorders the top band only)
       -> currentness (turns and summaries yield to the current fact that replaced them)
       -> token budget + MMR (opt-in: budget:N) -> min_score -> tie-break
 
@@ -24,8 +24,9 @@ from recallfs.ranking.collapse import collapse_near_duplicates
 from recallfs.ranking.currentness import PULLED, CurrentLink, yield_to_current
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
+from recallfs.ranking.floor import above_floor
 from recallfs.ranking.questions import demote_questions, question_weight
-from recallfs.ranking.recency import dampen_recency
+from recallfs.ranking.recency import recency_in_band
 from recallfs.ranking.rerank import rerank
 from recallfs.ranking.session_evidence import session_evidence
 from recallfs.ranking.similarity import Vector
@@ -91,6 +92,17 @@ def _dedup(run: _Run) -> None:
     run.out.stages["dedup"] = "on" if run.config.dedup else "off"
 
 
+def _floor(run: _Run) -> None:
+    floor, cosine = run.config.relevance_floor, run.config.floor_cosine
+    if floor <= 0 and cosine <= 0:
+        run.out.stages["floor"] = "off"
+        return
+    before = len(run.out.cands)
+    run.timed("floor", lambda: above_floor(run.out.cands, floor, cosine))
+    run.out.stages["floor"] = (f"relevance {floor:g}, semantic-only cosine {cosine:g}: "
+                               f"dropped {before - len(run.out.cands)} of {before}")
+
+
 def _questions(run: _Run) -> None:
     weight, run.out.stages["questions"] = question_weight(run.config.question_weight, calibrated=run.calibrated)
     if weight < 1:
@@ -146,7 +158,10 @@ def _bonuses(run: _Run) -> None:
 def _recency(run: _Run) -> None:
     half_life, run.out.stages["recency"] = recency_half_life(run.config, run.query, run.recent_half_life_days)
     if half_life > 0:
-        run.timed("recency", lambda: dampen_recency(run.out.cands, half_life))
+        band = run.config.recency_band
+        run.timed("recency", lambda: recency_in_band(run.out.cands, half_life, band))
+        if band > 0:
+            run.out.stages["recency"] += f"; reorders hits within {band:g} x the best score"
 
 
 def _currentness(run: _Run) -> None:
@@ -190,7 +205,8 @@ def _min_score(run: _Run) -> None:
 
 # The stages in their fixed order (the module docstring); each records in `stages` what it did.
 PIPELINE: tuple[Callable[[_Run], None], ...] = (
-    _dedup, _questions, _session, _rerank, _collapse, _bonuses, _recency, _currentness, _budget, _min_score,
+    _dedup, _floor, _questions, _session, _rerank, _collapse, _bonuses, _recency, _currentness, _budget,
+    _min_score,
 )
 
 

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS
+from recallfs.ranking.recency import DEFAULT_BAND, DEFAULT_HALF_LIFE_DAYS
 
 DEFAULT_SESSION_WEIGHT = 0.4  # ranking/session_evidence.py (kept here so this module needs no stages)
 DEFAULT_QUESTION_WEIGHT = 0.8  # ranking/questions.py
@@ -18,10 +18,13 @@ DEFAULT_QUESTION_WEIGHT = 0.8  # ranking/questions.py
 DEFAULT_LAMBDA = 0.7  # MMR: relevance against diversity under a token budget
 DEFAULT_THRESHOLD = 0.9  # cosine at or above which two hits may be near-duplicates
 
+DEFAULT_RELEVANCE_FLOOR = 0.01  # ranking/floor.py; measured in developer-notes/ranking.md
+DEFAULT_FLOOR_COSINE = 0.3  # ranking/floor.py: the cosine a hit only the semantic arm found must reach
+
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "questions", "session", "rerank", "collapse", "bonuses", "recency", "currentness", "mmr",
-          "min_score")
+STAGES = ("dedup", "floor", "questions", "session", "rerank", "collapse", "bonuses", "recency", "currentness",
+          "mmr", "min_score")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,8 @@ class StageConfig:
     """Which shaping stages run, and their knobs. The defaults are the shipped pipeline."""
 
     dedup: bool = True
+    relevance_floor: float = DEFAULT_RELEVANCE_FLOOR  # drop hits whose arms matched less (0 keeps all)
+    floor_cosine: float = DEFAULT_FLOOR_COSINE  # ... and semantic-only hits less near the query than this
     question_weight: float = DEFAULT_QUESTION_WEIGHT  # score x this for a turn that asks; 1 is off
     session_weight: float = DEFAULT_SESSION_WEIGHT  # session evidence; 0 is off
     rerank: bool = False
@@ -39,6 +44,7 @@ class StageConfig:
     recency: str = "auto"             # off | auto (on for temporal intent or recent:) | on
     half_life_days: float = DEFAULT_HALF_LIFE_DAYS
     currentness: bool = True          # turns and summaries yield to the current fact that replaced them
+    recency_band: float = DEFAULT_BAND  # recency reorders hits scoring >= this x the best (0: all hits)
     mmr: bool = True                  # with budget:N, choose by MMR diversity (False: by score only)
     mmr_lambda: float = DEFAULT_LAMBDA
     min_score: float = 0.0
@@ -55,8 +61,14 @@ class StageConfig:
             raise ValueError("mmr_lambda must lie in 0..1")
         if not -1.0 <= self.collapse_threshold <= 1.0:
             raise ValueError("collapse_threshold is a cosine: it must lie in -1..1")
+        if not 0.0 <= self.recency_band <= 1.0:
+            raise ValueError("recency_band must lie in 0..1")
         if self.half_life_days <= 0:
             raise ValueError("half_life_days must be positive")
+        if not 0.0 <= self.relevance_floor <= 1.0:
+            raise ValueError("relevance_floor must lie in 0..1")
+        if not -1.0 <= self.floor_cosine <= 1.0:
+            raise ValueError("floor_cosine is a cosine: it must lie in -1..1")
         if not 0.0 <= self.question_weight <= 1.0:
             raise ValueError("question_weight must lie in 0..1")
         if not 0.0 <= self.session_weight <= 10.0:
@@ -72,6 +84,11 @@ class StageConfig:
         if stage == "bonuses":
             on = self.tag_bonus > 0 or self.kind_bonus > 0
             return self.replace(tag_bonus=0.0 if on else 0.1, kind_bonus=0.0 if on else 0.1)
+        if stage == "floor":
+            if self.relevance_floor > 0 or self.floor_cosine > 0:
+                return self.replace(relevance_floor=0.0, floor_cosine=0.0)
+            return self.replace(relevance_floor=DEFAULT_RELEVANCE_FLOOR or 0.03,
+                                floor_cosine=DEFAULT_FLOOR_COSINE or 0.3)
         if stage == "min_score":
             return self.replace(min_score=0.0 if self.min_score > 0 else 0.05)
         if stage == "questions":

@@ -63,15 +63,15 @@ def test_stage_order_collapse_before_recency_before_budget_before_min_score():
         cand(5, 0.35, "turns", day=30, content="small"),
     ]
     vectors = {1: vec(1, 0), 2: vec(1, 0.01), 3: vec(0, 1), 4: vec(0.5, 0.5), 5: vec(-1, 0)}
-    cfg = StageConfig(min_score=0.32, half_life_days=30)
+    cfg = StageConfig(min_score=0.32, half_life_days=30, recency_band=0.0)  # band 0: recency dampens every hit
     out = shape(pool, cfg, query="what is the latest on deploys", vectors=vectors, budget_tokens=50)
     assert rids(out.cands) == [2, 5]
     assert out.cands[0].merged == [1] and out.cands[0].score == pytest.approx(0.45)
     assert out.stages["recency"].startswith("auto")
     assert "kept 3 of 4" in out.stages["mmr"]
     assert out.stages["min_score"] == "0.32: dropped 1"
-    assert list(out.timings_ms) == ["dedup", "questions", "session", "collapse", "recency", "budget", "min_score",
-                                    "tie_break"]
+    assert list(out.timings_ms) == ["dedup", "floor", "questions", "session", "collapse", "recency", "budget",
+                                    "min_score", "tie_break"]
 
 
 def test_every_switch_combination_runs_and_keeps_the_order_total():
@@ -91,12 +91,13 @@ def test_every_switch_combination_runs_and_keeps_the_order_total():
 
 def test_all_off_is_fusion_order_with_the_tie_break():
     pool = [cand(1, 0.5, day=0), cand(2, 0.5, day=1), cand(3, 0.9, day=0)]
-    cfg = StageConfig(dedup=False, question_weight=1.0, session_weight=0.0, collapse=False, recency="off",
-                      currentness=False)
+    cfg = StageConfig(dedup=False, relevance_floor=0.0, floor_cosine=0.0, question_weight=1.0, session_weight=0.0,
+                      collapse=False, recency="off", currentness=False)
     out = shape(pool, cfg, query="latest news")
     assert rids(out.cands) == [3, 2, 1]
-    assert out.stages == {"dedup": "off", "questions": "off", "session": "off", "rerank": "off", "collapse": "off",
-                          "bonuses": "off", "recency": "off", "currentness": "off", "mmr": "off (no budget:N)",
+    assert out.stages == {"dedup": "off", "floor": "off", "questions": "off", "session": "off", "rerank": "off",
+                          "collapse": "off", "bonuses": "off", "recency": "off", "currentness": "off",
+                          "mmr": "off (no budget:N)",
                           "min_score": "off"}
 
 
@@ -107,7 +108,7 @@ def test_rerank_without_embeddings_notes_why_and_keeps_order():
 
 
 def test_recent_option_wins_over_config():
-    pool = [cand(1, 0.9, day=0), cand(2, 0.5, day=60)]
+    pool = [cand(1, 0.9, day=0), cand(2, 0.8, day=60)]  # both within the recency band (0.8 x 0.9)
     assert rids(shape(pool, StageConfig(recency="off"), query="x", recent_half_life_days=30).cands) == [2, 1]
     assert rids(shape(pool, StageConfig(recency="on"), query="x", recent_half_life_days=0.0).cands) == [1, 2]
 
