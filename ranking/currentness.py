@@ -62,29 +62,35 @@ def yield_to_current(cands: list[Candidate], links: Mapping[int, Sequence[Curren
     """Turns and summaries below the current facts that replaced them; pure, returns new candidates.
 
     `links` maps a candidate's rid to its links (an evidence link first, if it has one). A pulled-in
-    fact (arms == {PULLED}) that no stale evidence lifted is dropped: it matched nothing itself."""
+    fact (arms == {PULLED}) that no stale evidence lifted is dropped: it matched nothing itself, and a
+    score an earlier stage gave it (session evidence) is no match either."""
     out = [c.copy() for c in cands]
     facts = {c.rid: c for c in out if c.table == "facts"}
     yielding = [c for c in out if c.table != "facts" and links.get(c.rid)]
+    lifted: set[int] = set()
     for c in sorted(yielding, key=Candidate.sort_key):  # the best-scoring evidence lifts first
-        _yield(c, links[c.rid], facts)
-    return ordered([c for c in out if not (c.arms == {PULLED} and c.score <= 0.0)])
+        rid = _yield(c, links[c.rid], facts)
+        if rid is not None:
+            lifted.add(rid)
+    return ordered([c for c in out if c.arms != {PULLED} or c.rid in lifted])
 
 
-def _yield(cand: Candidate, links: Sequence[CurrentLink], facts: Mapping[int, Candidate]) -> None:
-    """One turn or summary: marked, and placed below the current fact it yields to (if any)."""
+def _yield(cand: Candidate, links: Sequence[CurrentLink], facts: Mapping[int, Candidate]) -> int | None:
+    """One turn or summary: marked, and placed below the current fact it yields to (if any). Returns
+    the rid of the fact its stale evidence lifted, if any."""
     evidence = next((link for link in links if link.link == EVIDENCE), None)
     if evidence is not None:
         cand.stale = evidence.mark()
         fact = facts.get(evidence.current_rid) if evidence.current_rid is not None else None
         if fact is None:  # deleted: recall passes only links whose current fact it may show
             cand.score *= DELETED_WEIGHT
-            return
+            return None
         fact.score = max(fact.score, cand.score)
         cand.score = min(cand.score, fact.score * YIELD_FACTOR)
-        return
+        return fact.rid
     covering = [facts[link.current_rid] for link in links
                 if link.current_rid is not None and link.current_rid in facts]
     best = max(covering, key=lambda f: f.score, default=None)
     if best is not None and best.score >= COVER_RATIO * cand.score:
         cand.score = min(cand.score, best.score * YIELD_FACTOR)
+    return None

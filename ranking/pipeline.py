@@ -173,6 +173,8 @@ def _currentness(run: _Run) -> None:
     touched = sum(1 for c in run.out.cands if c.rid in run.links and c.table != "facts")
     if not touched:
         run.out.stages["currentness"] = "on (no turn or summary linked to a current fact)"
+        # A fact pulled in for stale evidence that an earlier stage (the floor) dropped has no reason left.
+        run.out.cands = [c for c in run.out.cands if c.arms != {PULLED}]
         return
     run.timed("currentness", lambda: yield_to_current(run.out.cands, run.links))
     run.out.stages["currentness"] = f"on ({touched} turns or summaries linked to a current fact)"

@@ -55,8 +55,8 @@ def test_the_floor_keeps_real_answers(demo, mode):
     if mode.get("arm") != "lexical":
         # The demo set's paraphrases: the fact holds no word of the query, only the semantic arm sees it
         # (cosine 0.31 and 0.42 with MiniLM), and the floor's cosine (0.3) keeps it.
-        for query, source in (("how are misspelled settings reported?", "fact-046"),
-                              ("how does the documentation website get published?", "fact-064")):
+        for query, source in (("how are misspelled settings reported?", "fact-047"),
+                              ("how does the documentation website get published?", "fact-065")):
             assert source in [h.row["source_id"] for h in ask(demo, query, **mode).hits[:10]]
 
 
@@ -107,3 +107,17 @@ def test_recency_reorders_relevant_hits_and_promotes_no_weak_one(demo, query, pl
     assert recent.hits and recent.hits[0].id in _top(relevant)
     assert "Telemetry" not in recent.hits[0].row["content"]
     assert recent.stages["recency"].endswith("reorders hits within 0.8 x the best score")
+
+
+def test_latest_is_intent_not_topic(demo):
+    """Issue 12 item 8: `latest docs deployment` put the "docs job isn't a required check" turn first and
+    the deploy procedure third, because "latest" was searched as a word too."""
+    result = ask(demo, "latest docs deployment")
+    assert "f-docs-deploy-cloudflare" in _top(result, 2)
+    assert result.hits[0].table == "facts" and "required check" not in result.hits[0].row["content"]
+
+
+def test_the_search_terms_leave_out_intent_words():
+    from recallfs.query.recall import parse
+    req = parse("latest docs deployment", arm="fused", fusion="calibrated", options=None, k=10, offset=0, now=None)
+    assert req.terms == ["docs", "deployment"] and req.text == "latest docs deployment"

@@ -82,6 +82,9 @@ def test_pulled_fact_is_lifted_by_its_evidence_or_dropped():
     out = yield_to_current([cand(1, 0.7), pulled], {1: ev(2)})
     assert rids(out) == [2, 1] and out[0].score == pytest.approx(0.7)
     assert rids(yield_to_current([cand(1, 0.7), pulled], {})) == [1]
+    # A score an earlier stage gave it (session evidence) is no match: without its evidence it goes.
+    scored = cand(2, 0.3, "facts", arms=(PULLED,))
+    assert rids(yield_to_current([cand(1, 0.7), scored], {})) == [1]
 
 
 def test_the_stage_is_switchable():

@@ -130,3 +130,18 @@ def test_question_turns_are_demoted_on_calibrated_scores_only():
     assert ranked.stages["questions"] == "off (rank-fused scores; the factor applies to calibrated fusion)"
     off = shape(pool, StageConfig(question_weight=1.0), query="run the tests", calibrated=False)
     assert off.stages["questions"] == "off"
+
+
+def test_a_fact_pulled_for_evidence_the_floor_dropped_goes_too():
+    """Issue 12: for `kubernetes` on the demo store a weak stale turn pulled in its current fact; the floor
+    dropped the turn, and the fact (scored by session evidence) stayed as the only hit."""
+    from recallfs.ranking.currentness import EVIDENCE, PULLED, CurrentLink
+
+    weak = cand(1, 0.005, "turns")
+    weak.relevance = 0.005  # below the floor
+    pulled = cand(2, 0.0, "facts", arms=(PULLED,))
+    links = {1: [CurrentLink(EVIDENCE, 2, "f-new", "f-old")]}
+    assert rids(shape([weak, pulled], StageConfig(), query="kubernetes", links=links).cands) == []
+    strong = cand(1, 0.6, "turns")
+    strong.relevance = 0.6
+    assert rids(shape([strong, pulled], StageConfig(), query="kubernetes", links=links).cands) == [2, 1]
