@@ -19,7 +19,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from recallfs.query.recall import RecallResult, recall
+from recallfs.query.recall import recall
+from recallfs.query.results import RecallResult
 from recallfs.ranking.floor import NO_SHARED_WORD_COSINE
 from recallfs.ranking.stage_config import StageConfig
 

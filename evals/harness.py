@@ -33,7 +33,8 @@ from recallfs.evals.semantic_probe import load_semantic
 from recallfs.evals.store_cache import default_store_path, ensure_store, prune_cache
 from recallfs.evals.variants import ARM_VARIANTS, Variant, ablations, describe, unsupported_keywords, uses_semantic
 from recallfs.query.migrations import MEMORY_TABLES
-from recallfs.query.recall import RecallResult, SemanticArm, recall
+from recallfs.query.recall import SemanticArm, recall
+from recallfs.query.results import RecallResult
 from recallfs.query.settings import Settings
 from recallfs.query.store import Store, StoreError
 from recallfs.scope.principal import Principal

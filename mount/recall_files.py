@@ -14,7 +14,7 @@ from recallfs.mount.paths import Kind
 from recallfs.query.readable import Row
 
 if TYPE_CHECKING:
-    from recallfs.query.recall import RecallResult
+    from recallfs.query.results import RecallResult
     from recallfs.query.shaping import EntityCard
 
 

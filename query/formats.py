@@ -11,7 +11,7 @@ import textwrap
 from xml.sax.saxutils import escape, quoteattr
 
 from recallfs.query.fallback import FALLBACK_NOTE
-from recallfs.query.recall import RecallResult
+from recallfs.query.results import RecallResult
 
 
 def render_json(result: RecallResult) -> str:
