@@ -43,7 +43,6 @@ from recallfs.ranking.currentness import EVIDENCE, PULLED, CurrentLink
 from recallfs.ranking.floor import floor_config
 from recallfs.ranking.fusion import calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
-from recallfs.ranking.temporal import topic_terms
 from recallfs.scope.principal import Principal
 
 __all__ = ["ARMS", "FUSIONS", "Hit", "RecallResult", "Request", "SemanticArm", "SemanticQuery", "recall"]
@@ -145,7 +144,7 @@ def parse(
     query = well_formed(query)
     parsed = parse_query(query, now=now)
     opts = (options or RecallOptions()).merged(parsed.options)
-    return Request(query=query, text=parsed.text, terms=topic_terms(query_terms(parsed.text)), options=opts,
+    return Request(query=query, text=parsed.text, terms=query_terms(parsed.text), options=opts,
                    errors=list(parsed.errors), k=opts.k or k, offset=opts.offset if opts.offset is not None else offset,
                    arm=arm, fusion=fusion)
 

@@ -26,19 +26,6 @@ _PATTERN = re.compile(
 )
 
 
-# Words that only say "the newest one, please": recency (and currentness) act on them, so searching
-# for them too only rewards memories that happen to say "latest". Words that can be the topic
-# ("current", "changed", "updated", "now" as in "now playing") stay searchable.
-INTENT_WORDS = frozenset({"latest", "newest", "nowadays", "presently", "currently"})
-
-
-def topic_terms(terms: list[str]) -> list[str]:
-    """The search terms without the words that only state temporal intent; all of them when nothing
-    else is left (a query of just "latest" still searches for it)."""
-    topic = [t for t in terms if t not in INTENT_WORDS]
-    return topic or terms
-
-
 # A year or an ISO date in the query anchors it in time: "the latest project in July 2023" asks for
 # the newest as of then, which dampening by age from the newest candidate would get wrong.
 _ANCHOR = re.compile(r"(?<!\w)(\d{4}-\d{2}-\d{2}|(?:19|20)\d{2})(?!\w)")

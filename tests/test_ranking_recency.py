@@ -130,15 +130,3 @@ def test_recency_resolution(mode, query, option, half_life, why):
     got, reason = recency_half_life(StageConfig(recency=mode), query, option)
     assert got == half_life and reason.startswith(why)
 
-
-@pytest.mark.parametrize(("terms", "expected"), [
-    (["latest", "docs", "deployment"], ["docs", "deployment"]),   # issue 12: "latest" matched an off-topic turn
-    (["docs", "currently", "deployed"], ["docs", "deployed"]),
-    (["latest"], ["latest"]),                                      # nothing else left: still searched
-    (["current", "job"], ["current", "job"]),                      # "current" can be the topic
-    (["changed", "config"], ["changed", "config"]),
-    ([], []),
-])
-def test_intent_words_are_not_searched(terms, expected):
-    from recallfs.ranking.temporal import topic_terms
-    assert topic_terms(terms) == expected
