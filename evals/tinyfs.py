@@ -106,7 +106,11 @@ class TinyFS(pyfuse3.Operations):
         for child, inode in self._children(parent):
             if child == name:
                 return self._attr(inode)
-        raise pyfuse3.FUSEError(errno.ENOENT)
+        # a negative entry the kernel caches: rg asks every directory for .gitignore, .ignore...
+        missing = pyfuse3.EntryAttributes()
+        missing.st_ino = 0
+        missing.entry_timeout = TIMEOUT
+        return missing
 
     async def getattr(self, inode: int, ctx: Any = None) -> Any:
         self.count("getattr")
