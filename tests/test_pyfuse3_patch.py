@@ -65,10 +65,11 @@ def test_noopen_second_walk_sends_no_open_and_reads_by_inode(tmp_path: Path) -> 
     assert first["read"] > 0 and first["readdir"] > 0, first
     assert first["open"] <= 1 and first["opendir"] <= 1, first  # declined once, never asked again
     assert first["release"] == first["releasedir"] == 0, first
-    # warm: the kernel serves files and listings from its caches
-    assert {op: second[op] for op in ("open", "opendir", "release", "releasedir", "read", "readdir",
-                                      "bad_fh")} == dict.fromkeys(
-        ("open", "opendir", "release", "releasedir", "read", "readdir", "bad_fh"), 0), second
+    never = ("open", "opendir", "release", "releasedir", "bad_fh")
+    assert {op: second[op] for op in never} == dict.fromkeys(never, 0), second
+    # warm: files and listings come from the kernel's caches (usually no call at all; not asserted
+    # as zero because memory pressure may drop a cached page)
+    assert second["read"] < first["read"] and second["readdir"] < first["readdir"], (first, second)
 
 
 def test_opendir_fileinfo_sets_cache_readdir(tmp_path: Path) -> None:
@@ -80,7 +81,7 @@ def test_opendir_fileinfo_sets_cache_readdir(tmp_path: Path) -> None:
         second = fs.counts()
     assert first["readdir"] > 0 and first["bad_fh"] == 0, first
     assert second["opendir"] > 0, second  # opendir stays in this mode...
-    assert second["readdir"] == 0, second  # ...but listings come from the kernel's cache
+    assert second["readdir"] < first["readdir"], (first, second)  # ...but listings come from the cache
 
 
 def test_classic_mode_is_unchanged(tmp_path: Path) -> None:
