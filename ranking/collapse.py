@@ -114,7 +114,8 @@ class _Groups:
         if self.sims is not None and i in self.slot and self.seed_groups:
             row = self.sims[self.slot[i], self.seed_slots[: len(self.seed_groups)]]
             close = (self.seed_groups[int(j)] for j in np.flatnonzero(row >= self.threshold))
-            same = [g for g in close if self.claims(self.members[g][0]) == self.claims(i)]
-            if same:
-                homes.append(same[0])
+            # The earliest close seed that claims the same wins: later ones need no content words.
+            same = next((g for g in close if self.claims(self.members[g][0]) == self.claims(i)), None)
+            if same is not None:
+                homes.append(same)
         return homes
