@@ -68,5 +68,10 @@ class LruCache(Generic[K, V]):
             self._items.clear()
             self.weight = 0
 
+    def keys(self) -> list[K]:
+        """A snapshot of the keys, least recently used first."""
+        with self._lock:
+            return list(self._items)
+
     def __len__(self) -> int:
         return len(self._items)

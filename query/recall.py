@@ -1,7 +1,8 @@
-"""recall(): parse -> arms (ids only) -> fuse -> authorize and load -> stages -> page.
+"""recall(): parse -> arms (ids only) -> fuse -> authorize and load (light) -> stages -> page (full rows).
 
 Each step is a function with a typed hand-off: a Request, the fused Candidates, the authorized
-candidates with their rows, the shaped candidates, the page of Hits. Each arm is guarded on its own
+candidates with the light columns the stages read (query/rows.py LIGHT_COLUMNS), the shaped candidates,
+the page of Hits, whose full rows are the only ones loaded. Each arm is guarded on its own
 (query/arms.py): an arm that fails is empty, and recall never throws for it.
 """
 
@@ -33,7 +34,7 @@ from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.readable import Row
 from recallfs.query.results import Hit, RecallResult
-from recallfs.query.rows import load_rows
+from recallfs.query.rows import load_light, load_rows
 from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card, fit_card
 from recallfs.query.staleness import links_for
@@ -124,7 +125,7 @@ def recall(
     ranked, total = shaped.cands, len(shaped.cands)
     if not ranked and filters_of(req.options):
         ranked, rows, total = _fallback(scope, principal, req, trace, shaped.stages)
-    hits = _page(ranked, rows, req, trace)
+    hits = _page(ranked, rows, scope, req, trace)
     replaced = replaced_by_hits(store, principal, schema, [(h.table, h.rid) for h in hits])
     for hit in hits:
         hit.replaces = replaced.get(hit.rid, [])
@@ -203,15 +204,16 @@ def _fuse(
 def _authorize_and_load(
     scope: Scope, principal: Principal, fused: list[Candidate], options: RecallOptions, trace: Trace
 ) -> tuple[list[Candidate], dict[int, Row]]:
-    """The gate, then the rows: nothing is loaded for an id the principal may not read. Returns the
-    readable candidates, filled from their rows for the stages, in order; and the rows by rid."""
+    """The gate, then the light rows: nothing is loaded for an id the principal may not read. Returns the
+    readable candidates, filled from their light rows for the stages, in order; and those rows by rid
+    (query/rows.py LIGHT_COLUMNS: full rows load for the returned page only)."""
     allowed: set[int] = set()
     for table in MEMORY_TABLES:
         ids = [c.rid for c in fused if c.table == table]
         allowed |= trace.timed("authorize", partial(
             authorize_in_store, scope.store, principal, scope.schema, table, ids, options))
     readable = [c for c in fused if c.rid in allowed]
-    rows = trace.timed("load", partial(_load_rows, scope.store, scope.schema, readable))
+    rows = trace.timed("load", partial(_load_light, scope.store, scope.schema, readable))
     for cand in readable:
         row = rows[cand.rid]
         cand.created_at, cand.id, cand.session = row["created_at"], row["id"], row["session"]
@@ -232,7 +234,7 @@ def _current_links(
         have = {c.rid for c in cands}
         pull = sorted({link.current_rid for ls in links.values() for link in ls
                        if link.link == EVIDENCE and link.current_rid is not None} - have)
-        for rid, row in load_rows(scope.store, scope.schema, "facts", pull).items():
+        for rid, row in load_light(scope.store, scope.schema, "facts", pull).items():
             rows[rid] = row
             cands.append(Candidate(rid=rid, table="facts", arms={PULLED}, created_at=row["created_at"],
                                    id=row["id"], content=row["content"], kind=row["kind"],
@@ -246,10 +248,18 @@ def _current_links(
         return {}
 
 
-def _load_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:
+def _load_light(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:
     rows: dict[int, Row] = {}
     for table in MEMORY_TABLES:
-        rows.update(load_rows(store, schema, table, [c.rid for c in cands if c.table == table]))
+        rows.update(load_light(store, schema, table, [c.rid for c in cands if c.table == table]))
+    return rows
+
+
+def _full_rows(store: Store, schema: str, rids: list[int], light: dict[int, Row]) -> dict[int, Row]:
+    """Phase two: the full rows of these authorized rids (each in `light`, which says its table)."""
+    rows: dict[int, Row] = {}
+    for table in MEMORY_TABLES:
+        rows.update(load_rows(store, schema, table, [r for r in rids if light[r]["table"] == table]))
     return rows
 
 
@@ -288,9 +298,12 @@ def _entity(req: Request, scope: Scope, hits: list[Hit], trace: Trace) -> Entity
     return fitted
 
 
-def _page(ranked: list[Candidate], rows: dict[int, Row], req: Request, trace: Trace) -> list[Hit]:
-    """The requested page of the ranked candidates, as hits (with a note when there is none)."""
+def _page(ranked: list[Candidate], light: dict[int, Row], scope: Scope, req: Request, trace: Trace) -> list[Hit]:
+    """The requested page of the ranked candidates, as hits (with a note when there is none). Only
+    here do full rows load: the page's and those of the copies folded into them (`also`)."""
     page = ranked[req.offset: req.offset + req.k]
+    wanted = list(dict.fromkeys(r for c in page for r in (c.rid, *c.merged) if r in light))
+    rows = trace.timed("load_page", partial(_full_rows, scope.store, scope.schema, wanted, light))
     if not ranked:
         trace.notes.append("no memory matched the query")
     elif not page:

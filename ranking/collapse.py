@@ -74,13 +74,23 @@ class _Groups:
     """Groups of indexes into the candidates (in score order), each seed first."""
 
     def __init__(self, work: list[Candidate], sims: np.ndarray | None, slot: dict[int, int], threshold: float) -> None:
+        self.work = work
         self.texts = [fold(c.content) for c in work]
-        self.claims = [content_words(c.content) for c in work]
+        # Content words are the costly feature, and only a pair above the cosine threshold asks for
+        # them: computed on first use, most candidates never need theirs.
+        self._claims: dict[int, frozenset[str]] = {}
         self.sims, self.slot, self.threshold = sims, slot, threshold
         self.members: list[list[int]] = []
         self.by_text: dict[str, int] = {}  # folded text -> group
         self.seed_slots = np.zeros(len(work), dtype=np.int64)  # vector rows of the seeds that have one
         self.seed_groups: list[int] = []
+
+    def claims(self, i: int) -> frozenset[str]:
+        """Candidate i's content words (ranking/text.content_words), computed once, when first asked."""
+        found = self._claims.get(i)
+        if found is None:
+            found = self._claims[i] = content_words(self.work[i].content)
+        return found
 
     def place(self, i: int) -> None:
         """Candidate i joins the earliest (best scored) group it resembles, or seeds a new one."""
@@ -104,7 +114,8 @@ class _Groups:
         if self.sims is not None and i in self.slot and self.seed_groups:
             row = self.sims[self.slot[i], self.seed_slots[: len(self.seed_groups)]]
             close = (self.seed_groups[int(j)] for j in np.flatnonzero(row >= self.threshold))
-            same = [g for g in close if self.claims[self.members[g][0]] == self.claims[i]]
-            if same:
-                homes.append(same[0])
+            # The earliest close seed that claims the same wins: later ones need no content words.
+            same = next((g for g in close if self.claims(self.members[g][0]) == self.claims(i)), None)
+            if same is not None:
+                homes.append(same)
         return homes

@@ -161,3 +161,24 @@ def test_renderers_show_the_entity_card_before_the_hits(store):
     assert root[1].tag == "hit"
     text = render_text(result)
     assert text.index("entity Maya: 2 current facts") < text.index("  1. [")
+
+
+def test_full_rows_load_only_for_the_page_and_what_it_folded_in(tmp_path):
+    # Two-phase loading: ranking reads light columns of every candidate; full rows load for the page
+    # (and the copies collapsed into it, named in `also`) only.
+    from recallfs.query.rows import full_rows_held
+
+    records = [fact(f"w{i}", f"widget number {i} ships in crate {i * 7}") for i in range(30)]
+    spares = "widget spares are kept in bin A"
+    records += [fact("dup-f", spares), turn("s9", 1, "maya", spares)]
+    with Store(tmp_path / "s.duckdb") as s:
+        ingest_records(s, [parse_record(r, org="acme", workspace="proj", agent="tester") for r in records],
+                       embedder=None)
+        result = recall(s, ME, "widget", arm="lexical", k=2)
+        assert result.total_candidates > 20
+        page = {(h.table, h.rid) for h in result.hits}
+        also = {(a["table"], a["source_id"]) for h in result.hits for a in h.also}
+        assert ("turns", "s9#1") in also
+        held = full_rows_held(s)
+        assert {(t, r) for _, t, r in held} >= page
+        assert len(held) == len(page) + len(also)

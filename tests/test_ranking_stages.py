@@ -332,3 +332,19 @@ def test_question_weight_must_lie_in_0_1(weight):
 
     with pytest.raises(ValueError, match=r"0\.\.1"):
         demote_questions([], weight)
+
+
+def test_collapse_computes_content_words_only_for_pairs_above_the_threshold():
+    # Content words are the costly text feature; only a pair whose cosine reaches the threshold asks
+    # for them. Five candidates, one close pair (1, 2): two texts' words are computed, not five.
+    from recallfs.ranking.text import content_words
+
+    texts = ["alpha beacon cinder", "Alpha beacons cinder", "delta ember flint", "gamma harbor ion",
+             "juniper kettle lantern"]
+    pool = [cand(i + 1, 0.9 - i / 10, content=t) for i, t in enumerate(texts)]
+    vectors = {1: vec(1, 0, 0, 0, 0), 2: vec(1, 0.01, 0, 0, 0), 3: vec(0, 0, 1, 0, 0), 4: vec(0, 0, 0, 1, 0),
+               5: vec(0, 0, 0, 0, 1)}
+    content_words.cache_clear()
+    out, _ = collapse_near_duplicates(pool, vectors, threshold=0.9)
+    assert rids(out) == [1, 3, 4, 5] and out[0].merged == [2]
+    assert content_words.cache_info().misses == 2
