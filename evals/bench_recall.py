@@ -5,7 +5,8 @@
 
 Measures, in one run:
 - ingest throughput: `ingest_records` of fresh rows into a fresh store, with the real model embedding
-  every row (rows/s end to end), and the same rows with embedding off (the write + FTS share);
+  every row (rows/s end to end) in fp32 and in the configured `embed_precision`, and the same rows with
+  embedding off (the write + FTS share), in alternating rounds (`--ingest-rounds`);
 - recall latency at each size: `recall()` in process, p50/p95 over distinct queries (no query-vector
   cache hits), after a warm-up, for `--arm lexical` and `--arm fused` (hybrid, calibrated fusion: the
   default), with their ratio, and hybrid with rank fusion (`fusion=rrf`) to price the calibration.
@@ -163,17 +164,26 @@ def _progress(label: str) -> Any:
     return report
 
 
-def measure_ingest(embedder: Embedder, rows: int) -> dict[str, float]:
-    """End-to-end ingest with embedding, and the same rows without, into fresh stores."""
+def measure_ingest(embedder: Embedder, rows: int, rounds: int) -> dict[str, list[float]]:
+    """End-to-end ingest of the same rows into fresh stores, in alternating rounds so that a busy
+    machine weighs on every variant alike: without embedding, embedding in fp32 (as before
+    2026-11-24), and embedding in the configured precision (`embed_precision`). Rows/s per round."""
     pool = base_sentences(rows, random.Random(11))  # distinct rows: every one is really embedded
-    out: dict[str, float] = {}
+    configured = embedder.precision
+    variants = (("no_embed", None, configured), ("fp32", embedder, "fp32"), ("embed", embedder, configured))
+    out: dict[str, list[float]] = {label: [] for label, _, _ in variants}
     with tempfile.TemporaryDirectory(prefix="recallfs-bench-ingest-") as tmp:
-        for label, emb in (("no_embed", None), ("embed", embedder)):
-            records, _ = synthetic_records(rows, pool, random.Random(3))
-            with Store(Path(tmp) / f"{label}.duckdb") as store:
-                t0 = time.perf_counter()
-                ingest_records(store, records, embedder=emb)
-                out[label] = rows / (time.perf_counter() - t0)
+        try:
+            for n in range(rounds):
+                for label, emb, precision in variants:
+                    embedder.precision = precision
+                    records, _ = synthetic_records(rows, pool, random.Random(3))
+                    with Store(Path(tmp) / f"{label}-{n}.duckdb") as store:
+                        t0 = time.perf_counter()
+                        ingest_records(store, records, embedder=emb)
+                        out[label].append(rows / (time.perf_counter() - t0))
+        finally:
+            embedder.precision = configured
     return out
 
 
@@ -230,6 +240,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="10000,100000", help="store sizes, comma separated")
     p.add_argument("--queries", type=int, default=100, help="distinct queries per mode and size")
     p.add_argument("--ingest-rows", type=int, default=2000, help="rows for the ingest throughput figure")
+    p.add_argument("--ingest-rounds", type=int, default=3, help="alternating rounds of the ingest variants")
     p.add_argument("--pool", type=int, default=5000, help="distinct base sentences embedded per store (0: all)")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "recallfs-bench-recall")
     p.add_argument("--budget-ms", type=float, default=2000, help="query embedding budget during the run")
@@ -251,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model {embedder.model_id} ({embedder.dim}-d) on {device}; {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f}")
 
-    ingest = measure_ingest(embedder, args.ingest_rows) if args.ingest_rows > 0 else {}
+    ingest = measure_ingest(embedder, args.ingest_rows, args.ingest_rounds) if args.ingest_rows > 0 else {}
     rows: list[tuple[int, dict[str, Any]]] = []
     for size in (int(s) for s in args.sizes.split(",") if s.strip()):
         path = _cached_store(args.cache, size, embedder, args.pool)
@@ -280,12 +291,27 @@ def _cached_store(cache: Path, size: int, embedder: Embedder, pool: int) -> Path
     return path
 
 
-def _print_report(args: argparse.Namespace, ingest: dict[str, float],
+def _print_ingest(args: argparse.Namespace, ingest: dict[str, list[float]]) -> None:
+    """Median and range of each variant, and the configured precision against fp32 round by round."""
+    from recallfs.query.embedder import bulk_precision, cpu_has_bf16, embedder_from_settings
+
+    emb = embedder_from_settings(resolve())
+    chosen = bulk_precision(emb.precision, emb.device, cpu_has_bf16())
+    print(f"ingest, {args.ingest_rows} rows, {args.ingest_rounds} alternating rounds (rows/s, median [range]; "
+          f"target >= {TARGETS['ingest_rows_s']:.0f} with embedding):")
+    names = {"no_embed": "without embedding", "fp32": "embedding in fp32", "embed": f"embedding in {chosen}"}
+    for label, name in names.items():
+        vals = ingest[label]
+        print(f"  {name:<20} {statistics.median(vals):6.0f}  [{min(vals):.0f}-{max(vals):.0f}]")
+    ratios = [b / a for a, b in zip(ingest["fp32"], ingest["embed"], strict=True)]
+    print(f"  {chosen} / fp32 per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
+
+
+def _print_report(args: argparse.Namespace, ingest: dict[str, list[float]],
                   rows: list[tuple[int, dict[str, Any]]]) -> None:
     print()
     if ingest:
-        print(f"ingest, {args.ingest_rows} rows: {ingest['embed']:.0f} rows/s with embedding "
-              f"(target >= {TARGETS['ingest_rows_s']:.0f}); {ingest['no_embed']:.0f} rows/s without")
+        _print_ingest(args, ingest)
     print()
     print("| memories | mode | p50 ms | p95 ms | lexical arm ms | semantic arm ms | hybrid/lexical p50 | p95 |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
