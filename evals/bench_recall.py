@@ -5,8 +5,9 @@
 
 Measures, in one run:
 - ingest throughput: `ingest_records` of fresh rows into a fresh store, with the real model embedding
-  every row (rows/s end to end) in fp32 and in the configured `embed_precision`, and the same rows with
-  embedding off (the write + FTS share), in alternating rounds (`--ingest-rounds`);
+  every row (rows/s end to end), the same with the model as sentence-transformers loads it (stock
+  Linear layers, as before 2026-11-24), and with embedding off (the write + FTS share), in alternating
+  rounds (`--ingest-rounds`);
 - recall latency at each size: `recall()` in process, p50/p95 over distinct queries (no query-vector
   cache hits), after a warm-up, for `--arm lexical` and `--arm fused` (hybrid, calibrated fusion: the
   default), with their ratio, and hybrid with rank fusion (`fusion=rrf`) to price the calibration.
@@ -164,26 +165,30 @@ def _progress(label: str) -> Any:
     return report
 
 
+def stock_embedder(embedder: Embedder) -> Embedder:
+    """The same model as sentence-transformers loads it (MKL's sgemm for the Linear layers, as before
+    2026-11-24), to compare with the embedder's oneDNN layers in one run."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(embedder.model_path, device=embedder.device, local_files_only=True)
+    return Embedder(encoder=model, model_id=embedder.model_id, dim=embedder.dim)
+
+
 def measure_ingest(embedder: Embedder, rows: int, rounds: int) -> dict[str, list[float]]:
     """End-to-end ingest of the same rows into fresh stores, in alternating rounds so that a busy
-    machine weighs on every variant alike: without embedding, embedding in fp32 (as before
-    2026-11-24), and embedding in the configured precision (`embed_precision`). Rows/s per round."""
+    machine weighs on every variant alike: without embedding, embedding with the stock model, and
+    embedding with the embedder as loaded. Rows/s per round."""
     pool = base_sentences(rows, random.Random(11))  # distinct rows: every one is really embedded
-    configured = embedder.precision
-    variants = (("no_embed", None, configured), ("fp32", embedder, "fp32"), ("embed", embedder, configured))
-    out: dict[str, list[float]] = {label: [] for label, _, _ in variants}
+    variants = (("no_embed", None), ("stock", stock_embedder(embedder)), ("embed", embedder))
+    out: dict[str, list[float]] = {label: [] for label, _ in variants}
     with tempfile.TemporaryDirectory(prefix="recallfs-bench-ingest-") as tmp:
-        try:
-            for n in range(rounds):
-                for label, emb, precision in variants:
-                    embedder.precision = precision
-                    records, _ = synthetic_records(rows, pool, random.Random(3))
-                    with Store(Path(tmp) / f"{label}-{n}.duckdb") as store:
-                        t0 = time.perf_counter()
-                        ingest_records(store, records, embedder=emb)
-                        out[label].append(rows / (time.perf_counter() - t0))
-        finally:
-            embedder.precision = configured
+        for n in range(rounds):
+            for label, emb in variants:
+                records, _ = synthetic_records(rows, pool, random.Random(3))
+                with Store(Path(tmp) / f"{label}-{n}.duckdb") as store:
+                    t0 = time.perf_counter()
+                    ingest_records(store, records, embedder=emb)
+                    out[label].append(rows / (time.perf_counter() - t0))
     return out
 
 
@@ -292,19 +297,15 @@ def _cached_store(cache: Path, size: int, embedder: Embedder, pool: int) -> Path
 
 
 def _print_ingest(args: argparse.Namespace, ingest: dict[str, list[float]]) -> None:
-    """Median and range of each variant, and the configured precision against fp32 round by round."""
-    from recallfs.query.embedder import bulk_precision, cpu_has_bf16, embedder_from_settings
-
-    emb = embedder_from_settings(resolve())
-    chosen = bulk_precision(emb.precision, emb.device, cpu_has_bf16())
+    """Median and range of each variant, and the embedder against the stock model round by round."""
     print(f"ingest, {args.ingest_rows} rows, {args.ingest_rounds} alternating rounds (rows/s, median [range]; "
           f"target >= {TARGETS['ingest_rows_s']:.0f} with embedding):")
-    names = {"no_embed": "without embedding", "fp32": "embedding in fp32", "embed": f"embedding in {chosen}"}
+    names = {"no_embed": "without embedding", "stock": "embedding, stock model", "embed": "embedding (recallfs)"}
     for label, name in names.items():
         vals = ingest[label]
-        print(f"  {name:<20} {statistics.median(vals):6.0f}  [{min(vals):.0f}-{max(vals):.0f}]")
-    ratios = [b / a for a, b in zip(ingest["fp32"], ingest["embed"], strict=True)]
-    print(f"  {chosen} / fp32 per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
+        print(f"  {name:<24} {statistics.median(vals):6.0f}  [{min(vals):.0f}-{max(vals):.0f}]")
+    ratios = [b / a for a, b in zip(ingest["stock"], ingest["embed"], strict=True)]
+    print("  recallfs / stock per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
 
 
 def _print_report(args: argparse.Namespace, ingest: dict[str, list[float]],

@@ -57,7 +57,7 @@ def code_fingerprint() -> str:
         h.update(rel.encode())
         h.update(path.read_bytes())
     cfg = settings.resolve()  # which vectors ingest writes, if any
-    h.update(f"model={cfg.model} semantic={cfg.semantic} precision={cfg.embed_precision}".encode())
+    h.update(f"model={cfg.model} semantic={cfg.semantic}".encode())
     return h.hexdigest()
 
 

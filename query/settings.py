@@ -116,8 +116,6 @@ class Settings:
     model: str = _s("", "sentence-transformers model directory (default: the packaged MiniLM-L6)")
     semantic: bool = _s(True, "run the semantic arm; false reports degraded: off")
     device: str = _s("auto", "embedding device: auto, cpu or cuda")
-    embed_precision: str = _s("auto", "precision of bulk embedding (ingest, reindex): auto (bf16 on a CPU with "
-                              "native bf16, else fp32), fp32 or bf16; queries always embed in fp32")
     embed_timeout_ms: int = _s(2000, "time budget for embedding one query before recall answers lexically")
     warm_timeout_ms: int = _s(0, "how long a CLI recall waits for the model to load (0: until loaded, at most "
                               "model_load_timeout_s)")

@@ -12,13 +12,9 @@ from recallfs.query.embedder import (
     Embedder,
     EmbedderError,
     ModelMissingError,
-    bulk_precision,
-    cpu_has_bf16,
     default_model_path,
-    embedder_from_settings,
     model_identity,
 )
-from recallfs.query.settings import SettingsError, resolve
 
 
 def test_default_model_is_the_packaged_minilm(minilm):
@@ -60,7 +56,7 @@ class _CountingEncoder:
 
 def test_each_distinct_text_is_embedded_once(minilm):
     counting = _CountingEncoder(minilm._encoder)
-    emb = Embedder(encoder=counting, model_id=minilm.model_id, dim=minilm.dim, precision="fp32")
+    emb = Embedder(encoder=counting, model_id=minilm.model_id, dim=minilm.dim)
     texts = ["ok, thanks", "see you at the standup", "ok, thanks", "ok, thanks", "the build is green again"]
     seen: list[tuple[int, int]] = []
     vecs = emb.embed(texts, progress=lambda done, total: seen.append((done, total)))
@@ -71,37 +67,21 @@ def test_each_distinct_text_is_embedded_once(minilm):
     assert seen[-1] == (5, 5)
 
 
-@pytest.mark.parametrize(("setting", "device", "has_bf16", "expected"), [
-    ("auto", "cpu", True, "bf16"),
-    ("auto", "cpu", False, "fp32"),  # emulated bf16 is slower than fp32
-    ("AUTO ", "cpu", True, "bf16"),
-    ("", "cpu", True, "bf16"),
-    ("fp32", "cpu", True, "fp32"),
-    ("bf16", "cpu", False, "bf16"),  # asked for explicitly
-    ("auto", "cuda", True, "fp32"),  # not measured on a GPU: left as it was
-    ("bf16", "cuda", True, "fp32"),
-])
-def test_bulk_precision(setting, device, has_bf16, expected):
-    assert bulk_precision(setting, device, has_bf16) == expected
+def test_cpu_model_runs_its_linear_layers_through_onednn_with_the_same_vectors(minilm):
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from torch.utils.mkldnn import MkldnnLinear
 
-
-def test_a_bad_precision_setting_is_refused():
-    with pytest.raises(ValueError, match="auto, fp32, bf16"):
-        bulk_precision("half", "cpu", True)
-    with pytest.raises(SettingsError, match="RECALLFS_EMBED_PRECISION"):
-        embedder_from_settings(resolve(env={"RECALLFS_EMBED_PRECISION": "half"}))
-
-
-@pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no native bf16 kernels")
-def test_bf16_bulk_embedding_keeps_the_fp32_vectors(minilm):
-    texts = ["Where is the primary database these days?", "We moved it to the eu-west cluster last week.",
-             "ok", "The quarterly tax filing is due in April, and the receipts are in the blue folder. " * 8]
-    fp32 = Embedder(encoder=minilm._encoder, model_id=minilm.model_id, dim=minilm.dim, precision="fp32")
-    bf16 = Embedder(encoder=minilm._encoder, model_id=minilm.model_id, dim=minilm.dim, precision="bf16")
-    a, b = fp32.embed(texts), bf16.embed(texts)
-    assert not np.array_equal(a, b)  # bf16 really ran
-    assert float((a * b).sum(axis=1).min()) > 0.9995
-    assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    if minilm.device != "cpu" or not torch.backends.mkldnn.is_available():
+        pytest.skip("oneDNN is used on CPU only")
+    layers = list(minilm._encoder.modules())
+    assert any(isinstance(m, MkldnnLinear) for m in layers)
+    assert not any(type(m) is torch.nn.Linear for m in layers)
+    stock = SentenceTransformer(default_model_path(), device="cpu", local_files_only=True)
+    texts = ["Where is the primary database these days?", "ok", "We moved it to eu-west last week. " * 30]
+    want = stock.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    got = minilm.embed(texts)
+    assert np.abs(got - want).max() < 1e-5
 
 
 def test_paraphrases_score_higher_than_unrelated(minilm):
