@@ -7,9 +7,21 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from recallfs.mount.cli_common import open_store, principal_from, require_store, resolve_settings, store_args
-from recallfs.mount.cli_errors import EXIT_OK, CliError
+from recallfs.mount.cli_common import (
+    open_store,
+    principal_from,
+    require_store,
+    resolve_settings,
+    store_args,
+    store_path,
+)
+from recallfs.mount.cli_errors import EXIT_OK, CliError, say
 from recallfs.query.settings import Settings
+
+# One line on stderr when a call loads the model itself (seconds, every call): a mount's daemon keeps it
+# loaded, and the lexical arm needs none.
+FAST_PATH_HINT = ("no mount holds {store}, so this call loads the embedding model itself (seconds); for fast "
+                  "recall mount the store (`recallfs mount --store {store} DIR`) or pass --arm lexical")
 
 # flag -> inline option it means (query_syntax reads both)
 RECALL_FLAGS = (("kind", "kind"), ("tag", "tag"), ("session", "session"), ("author", "agent"), ("since", "since"),
@@ -64,6 +76,7 @@ def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
+    from recallfs.mount import control
     from recallfs.query.formats import RENDERERS
     from recallfs.query.recall import recall
 
@@ -77,12 +90,34 @@ def cmd_recall(args: argparse.Namespace) -> int:
         return EXIT_OK
     require_store(cfg)
     # The model loads before the store opens: a reader holds the file, and writers wait while it does.
+    # The lexical arm never imports torch.
     semantic = _semantic_arm(cfg) if args.arm != "lexical" else None
-    with open_store(cfg, read_only=True) as store:
+    # An ingest or reindex holding the store is waited for, as `recallfs ingest` waits for a recall;
+    # a daemon that mounted the store meanwhile answers instead.
+    store = _open_waiting(cfg, control)
+    if store is None:
+        routed = _recall_via_daemon(args, cfg, principal, opts)
+        if routed is None:
+            raise CliError("the mount daemon holding the store went away; run the command again")
+        sys.stdout.write(routed)
+        return EXIT_OK
+    with store:
         result = recall(store, principal, args.query, k=cfg.k, arm=args.arm, options=opts, semantic=semantic,
                         **ranking.recall_kwargs())
     sys.stdout.write(RENDERERS[args.format](result))
     return EXIT_OK
+
+
+def _open_waiting(cfg: Settings, control: Any) -> Any:
+    """The store, read-only, once no other command writes it (None: a daemon holds it now)."""
+    from recallfs.query.store import StoreLockedError
+
+    try:
+        return control.open_unless_mounted(cfg.store, lambda: open_store(cfg, read_only=True))
+    except StoreLockedError:
+        raise CliError(f"the store {store_path(cfg)} is still held by another process after "
+                       f"{control.LOCK_WAIT_S:.0f} s (an ingest or reindex writing it); recall when it ends, or "
+                       "mount the store: a mount answers recall while it ingests") from None
 
 
 def _recall_via_daemon(args: argparse.Namespace, cfg: Settings, principal: Any, opts: Any) -> str | None:
@@ -103,11 +138,14 @@ def _recall_via_daemon(args: argparse.Namespace, cfg: Settings, principal: Any, 
 def _semantic_arm(cfg: Settings) -> Any:
     """The semantic arm for a one-shot command: waits up to `warm_timeout_ms` (0: until loaded, at most
     the load timeout) for the model the warm-up thread is loading; past that, recall answers lexically
-    with `warming`."""
+    with `warming`. Loading takes seconds in every call, so it says once how to get the fast path."""
+    from recallfs.query.embedder import is_model_dir
     from recallfs.query.semantic import SemanticSearch
 
     arm = SemanticSearch.from_settings(cfg)
     if arm.embedder is not None:
+        if arm.embedder.state in ("idle", "loading") and is_model_dir(arm.embedder.model_path):
+            say("recall", FAST_PATH_HINT.format(store=store_path(cfg)))
         wait_ms = float(cfg.warm_timeout_ms)
         arm.embedder.wait_ready(wait_ms / 1000.0 if wait_ms > 0 else None)
     return arm
