@@ -97,6 +97,18 @@ def test_reingest_embeds_only_rows_without_a_vector(tmp_path, store, minilm):
     assert embed_missing(store, counting).embedded == 0
 
 
+def test_reingesting_an_older_file_writes_and_embeds_nothing(tmp_path, store, minilm):
+    counting = Embedder(encoder=_CountingEncoder(minilm), model_id=minilm.model_id, dim=minilm.dim)
+    older = write_jsonl(tmp_path / "older.jsonl", records())
+    newer = write_jsonl(tmp_path / "newer.jsonl", [
+        *records()[1:], fact(records()[0]["source_id"], "The first memory, rewritten since the older file.")])
+    ingest_records(store, load_file(newer, "jsonl", org="acme", workspace="proj", agent="tester"), embedder=counting)
+    assert counting._encoder.texts == 1  # the new version
+    report = ingest_records(store, load_file(older, "jsonl", org="acme", workspace="proj", agent="tester"),
+                            embedder=counting)
+    assert report.as_dict()["written"] == 0 and counting._encoder.texts == 1
+
+
 def test_search_is_restricted_to_readable_rows(tmp_path, store, minilm):
     schema = store.schema_for(ME)
     # A private memory of another agent, and another workspace holding the same text.
