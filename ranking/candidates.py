@@ -40,7 +40,9 @@ class Candidate:
     shares_words: bool = False  # the lexical side scored it: it holds a word of the query
 
     def copy(self) -> Candidate:
-        """An independent copy: stages return new candidates rather than changing their input."""
+        """An independent copy. Stages never change a candidate they are given: they copy the ones they
+        change and pass the others through as they are (copying every candidate in every stage cost
+        about a fifth of a recall at 100k memories)."""
         return Candidate(
             rid=self.rid, table=self.table, score=self.score, arms=set(self.arms), ranks=dict(self.ranks),
             created_at=self.created_at, id=self.id, content=self.content, kind=self.kind, tags=self.tags,
