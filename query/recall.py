@@ -25,6 +25,7 @@ from recallfs.query.arms import (
     ranked_arms,
     shares_words,
 )
+from recallfs.query.blas import one_blas_thread
 from recallfs.query.fallback import fallback_note, filters_of, newest_selected
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import authorize_in_store, scope_clause
@@ -106,6 +107,7 @@ def recall(
     `stages`: which shaping stages run (None: the shipped defaults, see ranking.pipeline.StageConfig).
     `fusion`: how the fused arm combines its arms (FUSIONS)."""
     t_start = time.perf_counter()
+    one_blas_thread()
     req = parse(query, arm=arm, fusion=fusion, options=options, k=k, offset=offset, now=now)
     trace = Trace(notes=list(req.errors))
     trace.degraded, trace.degraded_reason = semantic_state(arm, semantic)
