@@ -22,7 +22,7 @@ import numpy as np
 
 from recallfs.ranking.candidates import Candidate, absorb, ordered
 from recallfs.ranking.provenance import provenance_key
-from recallfs.ranking.similarity import Vector, common_dim, unit_rows, usable
+from recallfs.ranking.similarity import Vector, common_dim, unit_rows
 from recallfs.ranking.stage_config import DEFAULT_THRESHOLD
 from recallfs.ranking.text import content_words, fold
 
@@ -65,18 +65,36 @@ def _close_pairs(
     candidates have a usable vector). The cosine matrix is thresholded once: near-duplicates are rare,
     so the per-candidate lists are short and the greedy pass below never touches the matrix again."""
     earlier: list[list[int]] = [[] for _ in work]
-    dim = common_dim(vectors)
-    present = [(i, v) for i, v in enumerate(usable(vectors, c.rid, dim) for c in work) if v is not None]
-    if not present:
+    index, usable_vectors = _usable_rows(work, vectors)
+    if not index:
         return earlier, 0
-    unit = unit_rows([v for _, v in present])
-    index = [i for i, _ in present]
+    unit = unit_rows(usable_vectors)
     # The lower triangle of one product (the same values the pairwise test always read); row-major
     # order lists each row's earlier columns ascending, which is the order seeds were made in.
     rows, cols = np.nonzero(np.tril(unit @ unit.T >= threshold, -1))
     for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
         earlier[index[r]].append(index[c])
-    return earlier, len(present)
+    return earlier, len(index)
+
+
+def _usable_rows(work: list[Candidate], vectors: Mapping[int, Vector] | None) -> tuple[list[int], list[Vector]]:
+    """(indexes of the candidates with a usable vector, those vectors): similarity.usable's test (the
+    common dimension, every value finite), made on one stacked matrix rather than vector by vector."""
+    dim = common_dim(vectors)
+    if not vectors or dim is None:
+        return [], []
+    index, rows = [], []
+    for i, c in enumerate(work):
+        vec = vectors.get(c.rid)
+        if vec is not None:
+            arr = np.asarray(vec, dtype=np.float32).ravel()
+            if arr.shape[0] == dim:
+                index.append(i)
+                rows.append(arr)
+    if not rows:
+        return [], []
+    finite = np.isfinite(np.stack(rows)).all(axis=1).tolist()
+    return [i for i, ok in zip(index, finite, strict=True) if ok], [r for r, ok in zip(rows, finite, strict=True) if ok]
 
 
 class _Groups:
