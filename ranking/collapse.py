@@ -93,7 +93,7 @@ def _usable_rows(work: list[Candidate], vectors: Mapping[int, Vector] | None) ->
                 rows.append(arr)
     if not rows:
         return [], []
-    finite: list[bool] = np.isfinite(np.stack(rows)).all(axis=1).tolist()
+    finite = [bool(ok) for ok in np.isfinite(np.stack(rows)).all(axis=1)]
     return [i for i, ok in zip(index, finite, strict=True) if ok], [r for r, ok in zip(rows, finite, strict=True) if ok]
 
 
