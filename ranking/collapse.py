@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-import numpy.typing as npt
 
 from recallfs.ranking.candidates import Candidate, absorb, ordered
 from recallfs.ranking.provenance import provenance_key
@@ -94,8 +93,7 @@ def _usable_rows(work: list[Candidate], vectors: Mapping[int, Vector] | None) ->
                 rows.append(arr)
     if not rows:
         return [], []
-    mask: npt.NDArray[np.bool_] = np.isfinite(np.stack(rows)).all(axis=1)
-    finite = [bool(ok) for ok in mask]
+    finite = [bool(ok) for ok in np.asarray(np.isfinite(np.stack(rows)).all(axis=1)).tolist()]
     return [i for i, ok in zip(index, finite, strict=True) if ok], [r for r, ok in zip(rows, finite, strict=True) if ok]
 
 
