@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 # Scores are sums of floats whose order of addition can differ between equal candidates; rounding
 # the sort key makes "equal" mean equal, so the tie-break (newest, then id) decides, not noise.
@@ -52,8 +53,15 @@ class Candidate:
 
     def sort_key(self) -> tuple[float, float, str, int]:
         """Deterministic order: score descending, then newest, then id, then row id."""
-        ts = self.created_at.timestamp() if self.created_at else float("-inf")
+        ts = _timestamp(self.created_at) if self.created_at else float("-inf")
         return (-round(self.score, _SCORE_DIGITS), -ts, self.id, self.rid)
+
+
+@lru_cache(maxsize=65_536)
+def _timestamp(when: datetime) -> float:
+    """datetime.timestamp(), remembered: for a naive datetime it asks the C library for the local zone
+    (mktime) each time, and every stage sorts every candidate again (a tenth of a recall at 100k)."""
+    return when.timestamp()
 
 
 def ordered(cands: list[Candidate]) -> list[Candidate]:
