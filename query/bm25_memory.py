@@ -14,7 +14,7 @@ the next query load the new postings.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 
 K1, B = 1.2, 0.75  # match_bm25's defaults
+
+
+ALLOWED_MEMO = 16  # readable-rid sets remembered per index (Postings.allowed_positions)
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class Postings:
     docs: np.ndarray  # int32 doc positions, grouped by term
     weights: np.ndarray  # float64 BM25 weight of the term in the doc
     rids: np.ndarray  # int64, position -> rid, ascending
+    # id(readable rids) -> (that array, its positions): see allowed_positions
+    _allowed: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -44,6 +49,21 @@ class Postings:
         pos = np.searchsorted(self.rids, rids)
         pos = np.minimum(pos, len(self.rids) - 1) if len(self.rids) else pos
         return pos[self.rids[pos] == rids] if len(self.rids) else pos[:0]
+
+    def allowed_positions(self, allowed: np.ndarray) -> np.ndarray:
+        """positions_of() for a readable-rid set of query/derived.allowed_rids, remembered: that array is
+        one shared, read-only object per scope and store generation, so every recall of the same
+        caller would otherwise search all its rids again (about 1 ms per recall at 100k). The entry
+        holds the array itself, so its id() cannot be reused while the entry lives."""
+        hit = self._allowed.get(id(allowed))
+        if hit is not None and hit[0] is allowed:
+            return hit[1]
+        positions = self.positions_of(allowed)
+        positions.setflags(write=False)
+        if len(self._allowed) >= ALLOWED_MEMO:
+            self._allowed.clear()  # a few scopes per index is the common case; start again past that
+        self._allowed[id(allowed)] = (allowed, positions)
+        return positions
 
     def score(self, stems: list[str]) -> np.ndarray:
         """BM25 of every doc for these (distinct, stemmed) terms; 0 where no term occurs."""

@@ -9,11 +9,15 @@ fallback: a query memory has nothing on says so (ranking/floor.py).
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
-from recallfs.query.arms import Scope
+from recallfs.query.arms import Scope, Trace
+from recallfs.query.loading import authorize_and_load
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions
+from recallfs.query.readable import Row
 from recallfs.ranking.candidates import Candidate
+from recallfs.scope.principal import Principal
 
 # The RecallOptions fields that select memories (k, offset, recent: and budget: only shape the answer).
 FILTER_FIELDS = ("kinds", "tags", "session", "agent", "since", "until")
@@ -58,3 +62,19 @@ def fallback_note(text: str, filters: list[str], total: int) -> str:
     what = f"the text {text.strip()!r} matched none of them" if text.strip() else "the query has no search text"
     return (f"{FALLBACK_NOTE} {' '.join(filters)} select{'s' if len(filters) == 1 else ''} "
             f"{total} memor{'y' if total == 1 else 'ies'} and {what}: showing them newest first")
+
+
+def fallback(
+    scope: Scope, principal: Principal, text: str, want: int, options: RecallOptions, trace: Trace,
+    stages: dict[str, str],
+) -> tuple[list[Candidate], dict[int, Row], int]:
+    """recall()'s answer when the text matched nothing the filters select: the `want` newest of those
+    memories, through the gate like any hit; (candidates, light rows, how many the filters select)."""
+    cands, total = trace.timed("fallback", partial(newest_selected, scope, want))
+    if not cands:
+        stages["fallback"] = "none: the filters select no memory"
+        return [], {}, 0
+    authorized, rows = authorize_and_load(scope, principal, cands, options, trace)
+    trace.notes.append(fallback_note(text, filters_of(options), total))
+    stages["fallback"] = f"newest first: the filters select {total}"
+    return authorized, rows, total

@@ -136,7 +136,7 @@ def search_calibrated(
     if state.watermark > 0:
         postings, scores, ceiling = _bm25(store, schema, table, terms, state)
         if scores.any():
-            allowed = postings.positions_of(allowed_rids(store, schema, table, where, params))
+            allowed = postings.allowed_positions(allowed_rids(store, schema, table, where, params))
             top = top_k(scores, postings.rids, allowed, limit)
             raw = postings.scores_of(np.array(top, dtype=np.int64), scores)
             ranked = {rid: lexical_score(float(b), ceiling) for rid, b in zip(top, raw, strict=True)}

@@ -1,14 +1,14 @@
 """recall(): parse -> arms (ids only) -> fuse -> authorize and load (light) -> stages -> page (full rows).
 
 Each step is a function with a typed hand-off: a Request, the fused Candidates, the authorized
-candidates with the light columns the stages read (query/rows.py LIGHT_COLUMNS), the shaped candidates,
-the page of Hits, whose full rows are the only ones loaded. Each arm is guarded on its own
+candidates with the light columns the stages read (query/loading.py), the shaped candidates, the page
+of Hits, whose full rows are the only ones loaded. The currentness pull is query/staleness.py's
+`current_links`, the filter fallback query/fallback.py's `fallback`. Each arm is guarded on its own
 (query/arms.py): an arm that fails is empty, and recall never throws for it.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,30 +25,27 @@ from recallfs.query.arms import (
     ranked_arms,
     shares_words,
 )
-from recallfs.query.fallback import fallback_note, filters_of, newest_selected
+from recallfs.query.blas import one_blas_thread
+from recallfs.query.fallback import fallback, filters_of
 from recallfs.query.fts_freshness import behind_note
-from recallfs.query.gate import authorize_in_store, scope_clause
+from recallfs.query.gate import scope_clause
 from recallfs.query.lexical import query_terms
 from recallfs.query.lineage import replaced_by_hits
-from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.loading import authorize_and_load, full_rows
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.readable import Row
 from recallfs.query.results import Hit, RecallResult
-from recallfs.query.rows import load_light, load_rows
 from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card, fit_card
-from recallfs.query.staleness import links_for
+from recallfs.query.staleness import current_links
 from recallfs.query.store import Store
-from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.currentness import EVIDENCE, PULLED, CurrentLink
+from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.floor import floor_config
 from recallfs.ranking.fusion import calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
 
 __all__ = ["ARMS", "FUSIONS", "Hit", "RecallResult", "Request", "SemanticArm", "SemanticQuery", "recall"]
-
-log = logging.getLogger("recallfs.recall")
 
 ARMS = ("lexical", "semantic", "fused")
 # How the fused arm combines the two: calibrated scores (the default, chosen by the ablation in
@@ -106,6 +103,7 @@ def recall(
     `stages`: which shaping stages run (None: the shipped defaults, see ranking.pipeline.StageConfig).
     `fusion`: how the fused arm combines its arms (FUSIONS)."""
     t_start = time.perf_counter()
+    one_blas_thread()
     req = parse(query, arm=arm, fusion=fusion, options=options, k=k, offset=offset, now=now)
     trace = Trace(notes=list(req.errors))
     trace.degraded, trace.degraded_reason = semantic_state(arm, semantic)
@@ -116,15 +114,16 @@ def recall(
     scope = _scope(store, principal, schema, req, candidates, trace)
     handle = _semantic_query(req, semantic, trace)
     fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
-    authorized, rows = _authorize_and_load(scope, principal, fused, req.options, trace)
+    authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace)
     config = floor_config(stages or StageConfig(), any_shared_word=words)
-    links = _current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
+    links = current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic, links=links)
     shaped = _shape(authorized, config, inputs, trace)
     ranked, total = shaped.cands, len(shaped.cands)
     if not ranked and filters_of(req.options):
-        ranked, rows, total = _fallback(scope, principal, req, trace, shaped.stages)
+        ranked, rows, total = fallback(scope, principal, req.text, req.offset + req.k, req.options, trace,
+                                       shaped.stages)
     hits = _page(ranked, rows, scope, req, trace)
     replaced = replaced_by_hits(store, principal, schema, [(h.table, h.rid) for h in hits])
     for hit in hits:
@@ -201,89 +200,12 @@ def _fuse(
     return fused, words
 
 
-def _authorize_and_load(
-    scope: Scope, principal: Principal, fused: list[Candidate], options: RecallOptions, trace: Trace
-) -> tuple[list[Candidate], dict[int, Row]]:
-    """The gate, then the light rows: nothing is loaded for an id the principal may not read. Returns the
-    readable candidates, filled from their light rows for the stages, in order; and those rows by rid
-    (query/rows.py LIGHT_COLUMNS: full rows load for the returned page only)."""
-    allowed: set[int] = set()
-    for table in MEMORY_TABLES:
-        ids = [c.rid for c in fused if c.table == table]
-        allowed |= trace.timed("authorize", partial(
-            authorize_in_store, scope.store, principal, scope.schema, table, ids, options))
-    readable = [c for c in fused if c.rid in allowed]
-    rows = trace.timed("load", partial(_load_light, scope.store, scope.schema, readable))
-    for cand in readable:
-        row = rows[cand.rid]
-        cand.created_at, cand.id, cand.session = row["created_at"], row["id"], row["session"]
-        cand.content, cand.kind, cand.tags = row["content"], row["kind"], tuple(row["tags"] or ())
-    return ordered(readable), rows
-
-
-def _current_links(
-    scope: Scope, principal: Principal, cands: list[Candidate], rows: dict[int, Row], options: RecallOptions,
-    trace: Trace,
-) -> dict[int, list[CurrentLink]]:
-    """The currentness links of the turns and summaries among the candidates (query/staleness.py). A
-    current fact whose stale evidence matched is the answer: it joins the candidates (loaded, never
-    scored by an arm) when no arm found it, and the stage lifts it or drops it."""
-    def step() -> dict[int, list[CurrentLink]]:
-        links = links_for(scope.store, principal, scope.schema, [c.rid for c in cands if c.table != "facts"],
-                          options)
-        have = {c.rid for c in cands}
-        pull = sorted({link.current_rid for ls in links.values() for link in ls
-                       if link.link == EVIDENCE and link.current_rid is not None} - have)
-        for rid, row in load_light(scope.store, scope.schema, "facts", pull).items():
-            rows[rid] = row
-            cands.append(Candidate(rid=rid, table="facts", arms={PULLED}, created_at=row["created_at"],
-                                   id=row["id"], content=row["content"], kind=row["kind"],
-                                   tags=tuple(row["tags"] or ()), session=row["session"]))
-        return links
-    try:
-        return trace.timed("currentness", step)
-    except Exception as exc:  # an extra: without the links the fused order stands, recall never fails
-        log.exception("currentness links failed")
-        trace.notes.append(f"currentness links unavailable ({type(exc).__name__}); stale turns are not marked")
-        return {}
-
-
-def _load_light(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:
-    rows: dict[int, Row] = {}
-    for table in MEMORY_TABLES:
-        rows.update(load_light(store, schema, table, [c.rid for c in cands if c.table == table]))
-    return rows
-
-
-def _full_rows(store: Store, schema: str, rids: list[int], light: dict[int, Row]) -> dict[int, Row]:
-    """Phase two: the full rows of these authorized rids (each in `light`, which says its table)."""
-    rows: dict[int, Row] = {}
-    for table in MEMORY_TABLES:
-        rows.update(load_rows(store, schema, table, [r for r in rids if light[r]["table"] == table]))
-    return rows
-
-
 def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, trace: Trace) -> Shaped:
     """The ranking stages over the authorized candidates; their notes and times join the trace."""
     shaped = trace.timed("shaping", partial(apply_stages, cands, config, inputs))
     trace.notes.extend(shaped.notes)
     trace.timings.update((f"stage_{name}", ms) for name, ms in shaped.timings_ms.items())
     return shaped
-
-
-def _fallback(
-    scope: Scope, principal: Principal, req: Request, trace: Trace, stages: dict[str, str]
-) -> tuple[list[Candidate], dict[int, Row], int]:
-    """The text matched nothing the filters select: those memories, newest first (query/fallback.py),
-    through the gate like any hit; (candidates, rows, how many the filters select)."""
-    cands, total = trace.timed("fallback", partial(newest_selected, scope, req.offset + req.k))
-    if not cands:
-        stages["fallback"] = "none: the filters select no memory"
-        return [], {}, 0
-    authorized, rows = _authorize_and_load(scope, principal, cands, req.options, trace)
-    trace.notes.append(fallback_note(req.text, filters_of(req.options), total))
-    stages["fallback"] = f"newest first: the filters select {total}"
-    return authorized, rows, total
 
 
 def _entity(req: Request, scope: Scope, hits: list[Hit], trace: Trace) -> EntityCard | None:
@@ -303,7 +225,7 @@ def _page(ranked: list[Candidate], light: dict[int, Row], scope: Scope, req: Req
     here do full rows load: the page's and those of the copies folded into them (`also`)."""
     page = ranked[req.offset: req.offset + req.k]
     wanted = list(dict.fromkeys(r for c in page for r in (c.rid, *c.merged) if r in light))
-    rows = trace.timed("load_page", partial(_full_rows, scope.store, scope.schema, wanted, light))
+    rows = trace.timed("load_page", partial(full_rows, scope.store, scope.schema, wanted, light))
     if not ranked:
         trace.notes.append("no memory matched the query")
     elif not page:

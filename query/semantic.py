@@ -150,13 +150,16 @@ class QuerySearch:
     the query's embedding computes it under the arm's budget, and the handle keeps it for the other
     tables and for the ranking stages."""
 
-    __slots__ = ("_vector", "arm", "cosines", "text")
+    __slots__ = ("_nearest", "_vector", "arm", "cosines", "text")
 
     def __init__(self, arm: SemanticSearch, text: str) -> None:
         self.arm = arm
         self.text = text
         self._vector: np.ndarray | None = None
         self.cosines: dict[int, float] = {}  # rid -> the query's cosine, for every row a search scored
+        # (store, schema, table, where, params, limit) -> the index's answer: rank fusion's relevance
+        # (arms.calibrated_evidence) asks each table again with the same arguments
+        self._nearest: dict[tuple[int, str, str, str, str, int], list[tuple[int, float]]] = {}
 
     def vector(self) -> np.ndarray | None:
         if self._vector is None and self.arm.embedder is not None:
@@ -181,8 +184,7 @@ class QuerySearch:
             return []
         stored, qvec = ready
         arm = self.arm
-        found = arm.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
-                                   stored=stored)
+        found = self.nearest(store, schema, table, qvec, where, params, limit, stored)
         found = [(rid, score) for rid, score in found if score >= arm.min_score]
         if not found:
             return []
@@ -208,8 +210,7 @@ class QuerySearch:
         stored, qvec = ready
         arm = self.arm
         mean, sd = arm.background(store, schema, stored, where, params, qvec) or (PRIOR_MEAN, PRIOR_SD)
-        found = arm.indexes.search(store, schema, table, qvec, where=where, params=params, limit=limit,
-                                   stored=stored)
+        found = self.nearest(store, schema, table, qvec, where, params, limit, stored)
         cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
         cosines.update(self._cosines(store, schema, table, [rid for rid in also if rid not in cosines], qvec))
         floor = 2.0 * arm.min_score - 1.0  # the cosine floor, back on the -1..1 scale
@@ -220,6 +221,18 @@ class QuerySearch:
                 out[rid] = calibrated
                 self.cosines[rid] = cosine
         return out
+
+    def nearest(
+        self, store: Store, schema: str, table: str, qvec: np.ndarray, where: str, params: list[object], limit: int,
+        stored: StoredModel,
+    ) -> list[tuple[int, float]]:
+        """[(rid, cos01)] of the `limit` nearest readable rows (VectorIndexes.search), once per handle."""
+        key = (id(store), schema, table, where, repr(params), limit)
+        found = self._nearest.get(key)
+        if found is None:
+            found = self._nearest[key] = self.arm.indexes.search(
+                store, schema, table, qvec, where=where, params=params, limit=limit, stored=stored)
+        return found
 
     def _cosines(self, store: Store, schema: str, table: str, rids: list[int], qvec: np.ndarray) -> dict[int, float]:
         """The query's cosine to these rows' stored vectors (rows without one are absent)."""

@@ -18,6 +18,7 @@ readable by the principal's policy; a link that fails either is as if it did not
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,15 +26,22 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.query.arms import Scope, Trace
 from recallfs.query.caches import LruCache
 from recallfs.query.currentness import MAX_CHAIN, FactState, chain_head, fact_links
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.gate import authorize_in_store, scope_clause
+from recallfs.query.loading import fill
 from recallfs.query.query_syntax import RecallOptions
+from recallfs.query.readable import Row
+from recallfs.query.rows import load_light
 from recallfs.query.store import Store
-from recallfs.ranking.currentness import EVIDENCE, SESSION, CurrentLink
+from recallfs.ranking.candidates import Candidate
+from recallfs.ranking.currentness import EVIDENCE, PULLED, SESSION, CurrentLink
 from recallfs.scope.principal import Principal
+
+log = logging.getLogger("recallfs.recall")
 
 Located = dict[str, list[tuple[int, str | None]]]  # a column's value -> [(rid, session)]
 _FACT_COLUMNS = "rid, id, version, status, slot, supersedes, superseded_by, created_at, refs, session"
@@ -179,3 +187,30 @@ def links_for(
         if kept:
             out[rid] = kept
     return out
+
+
+def current_links(
+    scope: Scope, principal: Principal, cands: list[Candidate], rows: dict[int, Row], options: RecallOptions,
+    trace: Trace,
+) -> dict[int, list[CurrentLink]]:
+    """recall()'s currentness step: the links of the turns and summaries among the candidates. A current
+    fact whose stale evidence matched is the answer: it joins `cands` (its light row joins `rows`; it
+    was never scored by an arm) when no arm found it, and the stage lifts it or drops it."""
+    def step() -> dict[int, list[CurrentLink]]:
+        links = links_for(scope.store, principal, scope.schema, [c.rid for c in cands if c.table != "facts"],
+                          options)
+        have = {c.rid for c in cands}
+        pull = sorted({link.current_rid for ls in links.values() for link in ls
+                       if link.link == EVIDENCE and link.current_rid is not None} - have)
+        for rid, row in load_light(scope.store, scope.schema, "facts", pull).items():
+            rows[rid] = row
+            cand = Candidate(rid=rid, table="facts", arms={PULLED})
+            fill(cand, row)
+            cands.append(cand)
+        return links
+    try:
+        return trace.timed("currentness", step)
+    except Exception as exc:  # an extra: without the links the fused order stands, recall never fails
+        log.exception("currentness links failed")
+        trace.notes.append(f"currentness links unavailable ({type(exc).__name__}); stale turns are not marked")
+        return {}

@@ -32,6 +32,14 @@ from recallfs.scope.principal import Principal
 
 T = TypeVar("T")
 
+# Compression DuckDB may not choose when it writes a segment (developer-notes/storage.md, measured on
+# the 100k bench store). ALPRD stores the embeddings in 229 MiB where raw float32 takes 146 MiB. FSST
+# packs the id and text columns into segments that a fetch of a few hundred rows by rid must decode
+# whole: light rows of 350 turns took 5.8 ms with it, 3.6 ms without; full rows 12.8 ms vs 5.3 ms.
+# Without both the store took 191 MiB instead of 257 (both compacted). Segments already written keep
+# their compression until DuckDB rewrites them.
+DISABLED_COMPRESSION = "alprd,fsst"
+
 
 class StoreError(RuntimeError):
     """A store that cannot be opened or used, with a message meant for the user."""
@@ -157,6 +165,7 @@ class Store:
 
     def _configure(self, conn: duckdb.DuckDBPyConnection) -> None:
         """Database-wide settings, applied at every (re)open."""
+        conn.execute(f"SET disabled_compression_methods = '{DISABLED_COMPRESSION}'")
         if self.memory_limit is not None:
             conn.execute(f"SET memory_limit = '{self.memory_limit}'")
 

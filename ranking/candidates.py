@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 # Scores are sums of floats whose order of addition can differ between equal candidates; rounding
 # the sort key makes "equal" mean equal, so the tie-break (newest, then id) decides, not noise.
@@ -40,7 +41,9 @@ class Candidate:
     shares_words: bool = False  # the lexical side scored it: it holds a word of the query
 
     def copy(self) -> Candidate:
-        """An independent copy: stages return new candidates rather than changing their input."""
+        """An independent copy. Stages never change a candidate they are given: they copy the ones they
+        change and pass the others through as they are (copying every candidate in every stage cost
+        about a fifth of a recall at 100k memories)."""
         return Candidate(
             rid=self.rid, table=self.table, score=self.score, arms=set(self.arms), ranks=dict(self.ranks),
             created_at=self.created_at, id=self.id, content=self.content, kind=self.kind, tags=self.tags,
@@ -50,8 +53,15 @@ class Candidate:
 
     def sort_key(self) -> tuple[float, float, str, int]:
         """Deterministic order: score descending, then newest, then id, then row id."""
-        ts = self.created_at.timestamp() if self.created_at else float("-inf")
+        ts = _timestamp(self.created_at) if self.created_at else float("-inf")
         return (-round(self.score, _SCORE_DIGITS), -ts, self.id, self.rid)
+
+
+@lru_cache(maxsize=65_536)
+def _timestamp(when: datetime) -> float:
+    """datetime.timestamp(), remembered: for a naive datetime it asks the C library for the local zone
+    (mktime) each time, and every stage sorts every candidate again (a tenth of a recall at 100k)."""
+    return when.timestamp()
 
 
 def ordered(cands: list[Candidate]) -> list[Candidate]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from recallfs.ranking.candidates import Candidate, absorb, ordered
 from recallfs.ranking.provenance import provenance_key
-from recallfs.ranking.similarity import Vector, common_dim, unit_rows, usable
+from recallfs.ranking.similarity import Vector, common_dim, unit_rows
 from recallfs.ranking.stage_config import DEFAULT_THRESHOLD
 from recallfs.ranking.text import content_words, fold
 
@@ -35,20 +35,20 @@ def collapse_near_duplicates(
 ) -> tuple[list[Candidate], str | None]:
     """Returns (candidates, note or None). The note says when some comparisons fell back to text."""
     if len(cands) < 2:
-        return [c.copy() for c in cands], None
-    work = ordered([c.copy() for c in cands])
-    sims, slot = _similarities(work, vectors)
-    groups = _Groups(work, sims, slot, threshold)
+        return list(cands), None
+    work = ordered(list(cands))
+    earlier, with_vectors = _close_pairs(work, vectors, threshold)
+    groups = _Groups(work, earlier)
     for i in range(len(work)):
         groups.place(i)
     out: list[Candidate] = []
     for members in groups.members:
         best = sorted((work[i] for i in members), key=provenance_key)
-        keeper = best[0]
+        keeper = best[0].copy() if len(best) > 1 else best[0]  # only a keeper that absorbs is new
         for other in best[1:]:
             absorb(keeper, other)
         out.append(keeper)
-    missing = len(work) - len(slot)
+    missing = len(work) - with_vectors
     note = None
     if missing:
         note = (
@@ -58,32 +58,58 @@ def collapse_near_duplicates(
     return ordered(out), note
 
 
-def _similarities(
-    work: list[Candidate], vectors: Mapping[int, Vector] | None
-) -> tuple[np.ndarray | None, dict[int, int]]:
-    """(cosines between the candidates that have a usable vector; candidate index -> its row there)."""
+def _close_pairs(
+    work: list[Candidate], vectors: Mapping[int, Vector] | None, threshold: float
+) -> tuple[list[list[int]], int]:
+    """(for each candidate, the earlier candidates at or above the cosine threshold, in order; how many
+    candidates have a usable vector). The cosine matrix is thresholded once: near-duplicates are rare,
+    so the per-candidate lists are short and the greedy pass below never touches the matrix again."""
+    earlier: list[list[int]] = [[] for _ in work]
+    index, usable_vectors = _usable_rows(work, vectors)
+    if not index:
+        return earlier, 0
+    unit = unit_rows(usable_vectors)
+    # The lower triangle of one product (the same values the pairwise test always read); row-major
+    # order lists each row's earlier columns ascending, which is the order seeds were made in.
+    rows, cols = np.nonzero(np.tril(unit @ unit.T >= threshold, -1))
+    for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+        earlier[index[r]].append(index[c])
+    return earlier, len(index)
+
+
+def _usable_rows(work: list[Candidate], vectors: Mapping[int, Vector] | None) -> tuple[list[int], list[Vector]]:
+    """(indexes of the candidates with a usable vector, those vectors): similarity.usable's test (the
+    common dimension, every value finite), made on one stacked matrix rather than vector by vector."""
     dim = common_dim(vectors)
-    present = [(i, v) for i, v in enumerate(usable(vectors, c.rid, dim) for c in work) if v is not None]
-    if not present:
-        return None, {}
-    unit = unit_rows([v for _, v in present])
-    return unit @ unit.T, {i: row for row, (i, _) in enumerate(present)}
+    if not vectors or dim is None:
+        return [], []
+    index, rows = [], []
+    for i, c in enumerate(work):
+        vec = vectors.get(c.rid)
+        if vec is not None:
+            arr = np.asarray(vec, dtype=np.float32).ravel()
+            if arr.shape[0] == dim:
+                index.append(i)
+                rows.append(arr)
+    if not rows:
+        return [], []
+    finite = [bool(ok) for ok in np.asarray(np.isfinite(np.stack(rows)).all(axis=1)).tolist()]
+    return [i for i, ok in zip(index, finite, strict=True) if ok], [r for r, ok in zip(rows, finite, strict=True) if ok]
 
 
 class _Groups:
     """Groups of indexes into the candidates (in score order), each seed first."""
 
-    def __init__(self, work: list[Candidate], sims: np.ndarray | None, slot: dict[int, int], threshold: float) -> None:
+    def __init__(self, work: list[Candidate], earlier: list[list[int]]) -> None:
         self.work = work
         self.texts = [fold(c.content) for c in work]
         # Content words are the costly feature, and only a pair above the cosine threshold asks for
         # them: computed on first use, most candidates never need theirs.
         self._claims: dict[int, frozenset[str]] = {}
-        self.sims, self.slot, self.threshold = sims, slot, threshold
+        self.earlier = earlier
         self.members: list[list[int]] = []
         self.by_text: dict[str, int] = {}  # folded text -> group
-        self.seed_slots = np.zeros(len(work), dtype=np.int64)  # vector rows of the seeds that have one
-        self.seed_groups: list[int] = []
+        self.seed_of: dict[int, int] = {}  # candidate index of a seed -> its group
 
     def claims(self, i: int) -> frozenset[str]:
         """Candidate i's content words (ranking/text.content_words), computed once, when first asked."""
@@ -102,20 +128,16 @@ class _Groups:
         group = len(self.members) - 1
         if self.texts[i]:
             self.by_text[self.texts[i]] = group
-        if i in self.slot:
-            self.seed_slots[len(self.seed_groups)] = self.slot[i]
-            self.seed_groups.append(group)
+        self.seed_of[i] = group
 
     def _homes(self, i: int) -> list[int]:
         """The groups whose seed has i's folded text, or is close by embedding and claims the same."""
         homes = []
         if self.texts[i] and self.texts[i] in self.by_text:
             homes.append(self.by_text[self.texts[i]])
-        if self.sims is not None and i in self.slot and self.seed_groups:
-            row = self.sims[self.slot[i], self.seed_slots[: len(self.seed_groups)]]
-            close = (self.seed_groups[int(j)] for j in np.flatnonzero(row >= self.threshold))
-            # The earliest close seed that claims the same wins: later ones need no content words.
-            same = next((g for g in close if self.claims(self.members[g][0]) == self.claims(i)), None)
-            if same is not None:
-                homes.append(same)
+        close = (self.seed_of[j] for j in self.earlier[i] if j in self.seed_of)
+        # The earliest close seed that claims the same wins: later ones need no content words.
+        same = next((g for g in close if self.claims(self.members[g][0]) == self.claims(i)), None)
+        if same is not None:
+            homes.append(same)
         return homes

@@ -7,4 +7,4 @@ from recallfs.ranking.candidates import Candidate, ordered
 
 def cut_below(cands: list[Candidate], min_score: float) -> list[Candidate]:
     # Ordered like every other stage's output, so a stage's result never depends on its input order.
-    return ordered([c.copy() for c in cands if c.score >= min_score])
+    return ordered([c for c in cands if c.score >= min_score])

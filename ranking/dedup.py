@@ -16,18 +16,29 @@ def identity(cand: Candidate) -> tuple[str, str]:
 
 
 def dedup_identity(cands: list[Candidate]) -> list[Candidate]:
+    """One candidate per row id, then per (table, id); pure: only a keeper that absorbs another is new."""
+    owned: set[int] = set()  # id() of the keepers copied here, which absorb() may change
     by_rid: dict[int, Candidate] = {}
-    for cand in sorted((c.copy() for c in cands), key=provenance_key):
+    for cand in sorted(cands, key=provenance_key):
         kept = by_rid.get(cand.rid)
         if kept is None:
             by_rid[cand.rid] = cand
         else:
-            absorb(kept, cand)
+            by_rid[cand.rid] = _absorbed(kept, cand, owned)
     groups: dict[tuple[str, str], Candidate] = {}
     for cand in sorted(by_rid.values(), key=provenance_key):
         kept = groups.get(identity(cand))
         if kept is None:
             groups[identity(cand)] = cand
         else:
-            absorb(kept, cand)
+            groups[identity(cand)] = _absorbed(kept, cand, owned)
     return ordered(list(groups.values()))
+
+
+def _absorbed(kept: Candidate, other: Candidate, owned: set[int]) -> Candidate:
+    """`kept` with `other` folded in: a copy the first time, so the caller's candidate stays as it was."""
+    if id(kept) not in owned:
+        kept = kept.copy()
+        owned.add(id(kept))
+    absorb(kept, other)
+    return kept

@@ -42,12 +42,12 @@ def passes(cand: Candidate, floor: float, min_cosine: float) -> bool:
 
 
 def above_floor(cands: list[Candidate], floor: float, min_cosine: float = 0.0) -> list[Candidate]:
-    """The candidates that pass; (0, 0) keeps all. Pure, returns new candidates."""
+    """The candidates that pass; (0, 0) keeps all. Pure: it changes no candidate, so passes them through."""
     if not 0.0 <= floor <= 1.0:
         raise ValueError("the relevance floor must lie in 0..1")
     if not -1.0 <= min_cosine <= 1.0:
         raise ValueError("the floor's cosine must lie in -1..1")
-    return ordered([c.copy() for c in cands if passes(c, floor, min_cosine)])
+    return ordered([c for c in cands if passes(c, floor, min_cosine)])
 
 
 def floor_config(config: StageConfig, *, any_shared_word: bool) -> StageConfig:

@@ -230,7 +230,8 @@ def shape(
     options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding.
     `calibrated`: the scores come from calibrated fusion (False: reciprocal ranks, a single arm or rrf).
     `links`: rid -> the current fact a turn or summary yields to (ranking/currentness.py)."""
-    run = _Run(Shaped(cands=ordered([c.copy() for c in cands])), config, query, terms, query_vector, vectors,
+    # No copy here: each stage copies only the candidates it changes (Candidate.copy).
+    run = _Run(Shaped(cands=ordered(list(cands))), config, query, terms, query_vector, vectors,
                recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}))
     for stage in PIPELINE:
         stage(run)

@@ -38,12 +38,15 @@ def question_weight(weight: float, *, calibrated: bool) -> tuple[float, str]:
 
 
 def demote_questions(cands: list[Candidate], weight: float = DEFAULT_QUESTION_WEIGHT) -> list[Candidate]:
-    """Question turns' scores x `weight`; pure, returns new candidates."""
+    """Question turns' scores x `weight`; pure: the demoted turns are new candidates, the others pass."""
     if not 0.0 <= weight <= 1.0:
         raise ValueError("the question weight must lie in 0..1")
-    out = [c.copy() for c in cands]
-    if weight < 1.0:
-        for c in out:
-            if c.table == "turns" and is_question(c.content):
-                c.score *= weight
-    return ordered(out)
+    if weight >= 1.0:
+        return ordered(list(cands))
+    return ordered([_demoted(c, weight) if c.table == "turns" and is_question(c.content) else c for c in cands])
+
+
+def _demoted(cand: Candidate, weight: float) -> Candidate:
+    out = cand.copy()
+    out.score *= weight
+    return out

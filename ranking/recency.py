@@ -54,7 +54,7 @@ def recency_in_band(
     hit is dampened (the behaviour before the band)."""
     if not 0.0 <= band <= 1.0:
         raise ValueError("the recency band must lie in 0..1")
-    out = [c.copy() for c in cands]
+    out = list(cands)  # no copy: dampen_recency copies what it dampens, and the others are copied below
     if half_life_days <= 0 or not out:
         return out
     top = max(c.score for c in out)
@@ -67,6 +67,13 @@ def recency_in_band(
     kept = dampen_recency(inside, half_life_days, reference=reference)
     lowest = min(c.score for c in kept)
     scale = min(1.0, lowest / threshold) if threshold > 0 else 1.0
-    for cand in outside:
-        cand.score *= scale
-    return ordered(kept + outside)
+    return ordered(kept + [_scaled(c, scale) for c in outside])
+
+
+def _scaled(cand: Candidate, scale: float) -> Candidate:
+    """The candidate with its score x `scale`: a copy, unless the score stays as it is."""
+    if scale == 1.0:
+        return cand
+    out = cand.copy()
+    out.score *= scale
+    return out

@@ -50,6 +50,19 @@ def test_positions_of_drops_unknown_rids(index) -> None:
     assert postings.rids[pos].tolist() == [11, 17]
 
 
+def test_allowed_positions_are_computed_once_per_readable_set(index) -> None:
+    # query/derived.allowed_rids hands every recall of one scope the same read-only array: its positions
+    # in the index are searched once, not once per recall; another array (or the same rids in a new
+    # array, e.g. after an ingest) is searched again.
+    postings = load_postings(index, "fts_main_docs")
+    allowed = np.array([11, 16, 17, 99])
+    first = postings.allowed_positions(allowed)
+    assert postings.rids[first].tolist() == [11, 17]
+    assert postings.allowed_positions(allowed) is first
+    again = postings.allowed_positions(np.array([11, 16, 17, 99]))
+    assert again is not first and again.tolist() == first.tolist()
+
+
 RIDS = np.array([10, 20, 30, 40, 50])
 
 

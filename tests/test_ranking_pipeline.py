@@ -145,3 +145,30 @@ def test_a_fact_pulled_for_evidence_the_floor_dropped_goes_too():
     strong = cand(1, 0.6, "turns")
     strong.relevance = 0.6
     assert rids(shape([strong, pulled], StageConfig(), query="kubernetes", links=links).cands) == [2, 1]
+
+
+def _snapshot(cands):
+    return [(c.rid, c.score, set(c.arms), dict(c.ranks), list(c.merged), c.stale) for c in cands]
+
+
+def test_stages_pass_unchanged_candidates_through_and_copy_only_what_they_change():
+    # Copying every candidate in every stage cost about a fifth of a recall at 100k memories: a stage
+    # copies only the candidates it changes. Here dedup folds 2 into 1 and collapse folds 4 into 3
+    # (their keepers are new); the question turn is demoted (new); 5 and 7 pass through as they were.
+    # The input is never changed.
+    pool = [cand(1, 0.9, id="x", content="alpha beacon"), cand(2, 0.8, id="x", content="alpha beacon"),
+            cand(3, 0.7, content="rsync deploy"), cand(4, 0.6, content="rsync deploy"),
+            cand(5, 0.5, content="lunch at noon"), cand(6, 0.4, content="is lunch at noon?"),
+            cand(7, 0.3, "facts", content="kiwi mango")]
+    before = _snapshot(pool)
+    axis = {1: 0, 2: 0, 3: 1, 4: 1, 5: 2, 6: 3, 7: 4}  # only 3 and 4 are close (and 1, 2: dedup's)
+    vectors = {r: np.eye(5, dtype=np.float32)[a] for r, a in axis.items()}
+    cfg = StageConfig(session_weight=0.0)
+    out = shape(pool, cfg, query="anything", vectors=vectors)
+    assert _snapshot(pool) == before
+    by_rid = {c.rid: c for c in out.cands}
+    assert sorted(by_rid) == [1, 3, 5, 6, 7]
+    assert by_rid[1].merged == [2] and by_rid[3].merged == [4]
+    assert by_rid[6].score == pytest.approx(0.4 * 0.8)
+    new = {rid for rid, c in by_rid.items() if c is not pool[rid - 1]}
+    assert new == {1, 3, 6}

@@ -182,3 +182,18 @@ def test_full_rows_load_only_for_the_page_and_what_it_folded_in(tmp_path):
         held = full_rows_held(s)
         assert {(t, r) for _, t, r in held} >= page
         assert len(held) == len(page) + len(also)
+
+
+def test_recall_runs_blas_on_one_thread(tmp_path):
+    # query/blas.py: recall's matrix products are a few hundred rows; OpenBLAS threads on a busy
+    # machine wait at barriers for each other (collapse's product: 12-16 ms on 2 threads, ~1 ms on one).
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with Store(tmp_path / "s.duckdb") as s:
+        ingest_records(s, [parse_record(fact("b1", "blas threads for small products"), org="acme",
+                                        workspace="proj", agent="tester")], embedder=None)
+        recall(s, ME, "blas", arm="lexical")
+    # numpy's own OpenBLAS, which runs the products (a library loaded later, e.g. scipy's with the
+    # model, is not limited and is not on recall's path)
+    blas = [lib for lib in threadpoolctl.threadpool_info()
+            if lib["user_api"] == "blas" and "numpy" in lib["filepath"]]
+    assert blas and all(lib["num_threads"] == 1 for lib in blas)

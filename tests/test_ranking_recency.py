@@ -130,3 +130,29 @@ def test_recency_resolution(mode, query, option, half_life, why):
     got, reason = recency_half_life(StageConfig(recency=mode), query, option)
     assert got == half_life and reason.startswith(why)
 
+
+
+def test_recency_in_band_copies_only_the_hits_it_rescales():
+    # Stages copy only the candidates they change (ranking/candidates.Candidate.copy). Inside the band
+    # every hit is dampened (new); below it, a hit whose scale stays 1 passes through as it was.
+    from recallfs.ranking.recency import recency_in_band
+
+    pool = [cand(1, 1.0, day=10), cand(2, 0.95, day=10), cand(3, 0.3, day=0)]
+    before = [(c.rid, c.score) for c in pool]
+    out = recency_in_band(pool, 180.0, 0.8)
+    assert [(c.rid, c.score) for c in pool] == before
+    by_rid = {c.rid: c for c in out}
+    assert by_rid[1] is not pool[0] and by_rid[2] is not pool[1]
+    assert by_rid[3] is pool[2]
+
+
+def test_the_tie_break_remembers_timestamps():
+    # datetime.timestamp() of a naive datetime asks the C library for the local zone each call, and
+    # every stage sorts every candidate again: the tie-break computes each instant's once.
+    from recallfs.ranking.candidates import _timestamp, ordered
+
+    pool = [cand(i, 0.5, day=i) for i in range(5)]
+    ordered(pool)
+    hits = _timestamp.cache_info().hits
+    ordered(pool)
+    assert _timestamp.cache_info().hits >= hits + 5

@@ -348,3 +348,13 @@ def test_collapse_computes_content_words_only_for_pairs_above_the_threshold():
     out, _ = collapse_near_duplicates(pool, vectors, threshold=0.9)
     assert rids(out) == [1, 3, 4, 5] and out[0].merged == [2]
     assert content_words.cache_info().misses == 2
+
+
+def test_collapse_and_dedup_pass_through_the_candidates_they_do_not_fold():
+    # Only a keeper that absorbs another is a new candidate; the rest are the caller's own objects.
+    pool = [cand(1, 0.9, content=SAME), cand(2, 0.8, content=SAME_2), cand(3, 0.7, content="lunch is at noon")]
+    out, _ = collapse_near_duplicates(pool, {1: vec(1, 0), 2: vec(1, 0), 3: vec(0, 1)})
+    assert rids(out) == [1, 3] and out[0] is not pool[0] and out[1] is pool[2]
+    assert pool[0].merged == [] and out[0].merged == [2]
+    out = dedup_identity(pool)
+    assert all(a is b for a, b in zip(out, pool, strict=True))

@@ -289,3 +289,26 @@ def test_store_ingested_without_vectors_says_to_reindex(tmp_path, minilm):
         assert any("recallfs reindex" in n for n in result.notes)
     finally:
         s.close()
+
+
+class CountingIndexes(VectorIndexes):
+    """The real in-memory indexes, counting the flat searches they run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.searches: list[str] = []
+
+    def search(self, store, schema, table, qvec, **kw):
+        self.searches.append(table)
+        return super().search(store, schema, table, qvec, **kw)
+
+
+def test_rank_fusion_searches_each_table_once(store, minilm):
+    # Rank fusion ranks by the arms' lists, then measures each hit's calibrated relevance for the floor
+    # (arms.calibrated_evidence), which asks the semantic arm the same question again: the handle
+    # answers the second time from the first search instead of scanning every vector again.
+    indexes = CountingIndexes()
+    arm = SemanticSearch(minilm, indexes=indexes)
+    result = recall(store, ME, PARAPHRASES[0][0], fusion="rrf", semantic=arm)
+    assert result.degraded is False and result.hits
+    assert indexes.searches and len(indexes.searches) == len(set(indexes.searches))
