@@ -29,7 +29,14 @@ log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
 
 
-def _invalidate_entries(stale: Iterable[tuple[int, str]]) -> None:
+def _invalidate(listings: Iterable[int], stale: Iterable[tuple[int, str]]) -> None:
+    """Blocking writes to /dev/fuse; the kernel handles each without a request to us."""
+    for ino in listings:  # the cached listing (and attributes) of a directory
+        try:
+            pyfuse3.invalidate_inode(ino, attr_only=False)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:  # ENOENT: the kernel holds no such inode (nothing cached)
+                log.warning("could not invalidate inode %d: %s", ino, exc)
     for parent, name in stale:
         try:
             pyfuse3.invalidate_entry(parent, os.fsencode(name))
@@ -105,11 +112,25 @@ class Upkeep:
         Never called from a request handler. The blocking `invalidate_entry` runs in its own thread
         while the trio loop goes on serving, so a request the kernel waits for can still finish; when
         this returns (and the ingest is answered) no stale name is left in the kernel's cache."""
+        deps = set(deps)
         stale = self.inodes.take_stale(deps)
-        if self.kernel and stale:
-            await trio.to_thread.run_sync(_invalidate_entries, stale, limiter=self.notify_limiter)
-        self.invalidations += len(stale)
-        return len(stale)
+        listings = self.inodes.take_stale_listings(deps)
+        if self.kernel and (stale or listings):
+            await trio.to_thread.run_sync(_invalidate, listings, stale, limiter=self.notify_limiter)
+        self.invalidations += len(stale) + len(listings)
+        return len(stale) + len(listings)
+
+    async def drop_listings(self, inodes: Sequence[int]) -> None:
+        """Make the kernel drop what it cached of these directories (listing, attributes), and wait.
+
+        Called from a lookup handler too (a new recall run): unlike invalidate_entry, invalidate_inode
+        takes no directory lock that a request in flight could hold, and it waits for no request, so
+        the trio loop need not be free; it runs in a thread all the same, like every notification."""
+        for ino in inodes:
+            self.inodes.listed.pop(ino, None)
+        if self.kernel and inodes:
+            await trio.to_thread.run_sync(_invalidate, list(inodes), [], limiter=self.notify_limiter)
+        self.invalidations += len(inodes)
 
     # -- the semantic arm and health -----------------------------------------------------------------
     async def refresh_semantic(self) -> None:
@@ -140,8 +161,8 @@ class Upkeep:
             self.health_digest = digest
             await self.invalidate({INDEX_DEP})
 
-    def health(self, caches: dict[str, int], handles: dict[str, int]) -> dict[str, Any]:
-        """The health report of one view, with its own counts: inodes and caches, open handles."""
+    def health(self, caches: dict[str, int]) -> dict[str, Any]:
+        """The health report of one view, with its own counts: inodes and caches."""
         return {
             "health": self.verdict().as_dict(),
             "store": self.store_state(),
@@ -152,6 +173,5 @@ class Upkeep:
             "generation": self.store.generation,
             "degraded": not self.semantic_ready,
             "degraded_reason": None if self.semantic_ready else self.degraded_reason,
-            **handles,
             **index_health(),  # derived indexes this process found behind or damaged, and rebuilt
         }
