@@ -173,8 +173,9 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
             node = self._materialize(parent, entry)
             if not pyfuse3.readdir_reply(token, os.fsencode(entry.name), node.attr, position + 1):
                 self.inodes.discard_if_unused(node)
-                break
+                return
             self.inodes.remember(node)  # readdirplus: each accepted entry is a lookup
+        parent.listed = None  # the pass is done: the listing cache holds it, the node need not
 
     async def entries(self, inode: int) -> list[Entry]:
         """The names `readdir` lists for this directory (tests drive the view without a kernel)."""
