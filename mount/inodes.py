@@ -202,10 +202,9 @@ class InodeTable:
         return stale
 
     def served(self, node: Node) -> None:
-        """The kernel may now cache this directory's listing."""
-        deps = listing_deps(node.kind, node.params)
-        if deps:
-            self.listed[node.ino] = deps
+        """The kernel may now cache this directory's listing (also one that never changes: a recall run's,
+        dropped when the name shows another run)."""
+        self.listed[node.ino] = listing_deps(node.kind, node.params)
 
     def take_stale_listings(self, deps: Iterable[Dep]) -> list[int]:
         """The directories whose cached listing depends on any of `deps`; forgotten here (the next

@@ -127,13 +127,12 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         return node.attr
 
     async def _recall_changed(self, parent: Node, name: str, node: Node) -> None:
-        """The kernel drops its listing of recall/, and the pages and listing of the run this name showed
-        before (it expired, or a change made it stale): nothing still reaches that inode by this name."""
-        stale = [self.inodes.recall_ino] if self.inodes.recall_ino is not None else []
+        """The kernel drops its listing of recall/, and the listing of the run this name showed before (it
+        expired, or a change made it stale): nothing reaches that inode by this name any more. Only what
+        the kernel was served a listing of, so a first `ls recall/<q>/` waits for no notification."""
         earlier = self.inodes.dentries.get((parent.ino, name))
-        if earlier is not None and earlier != node.ino:
-            stale.append(earlier)
-        await self.upkeep.drop_listings(stale)
+        stale = {self.inodes.recall_ino, earlier if earlier != node.ino else None}
+        await self.upkeep.drop_listings([ino for ino in stale if ino is not None and ino in self.inodes.listed])
 
     @boundary(reply=False)
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:

@@ -58,6 +58,9 @@ class Upkeep:
         self.recall_ttl = recall_ttl
         self.write_limiter = trio.CapacityLimiter(1)
         self.notify_limiter = trio.CapacityLimiter(1)
+        # Its own: a lookup handler waits for it, and an ingest's invalidate_entry (under notify_limiter)
+        # can wait for that very lookup (the kernel holds the directory's lock while it asks).
+        self.listing_limiter = trio.CapacityLimiter(1)
         self.write_lock = trio.Lock()
         self.semantic_ready = False
         self.degraded_reason: str | None = "off"
@@ -123,13 +126,14 @@ class Upkeep:
     async def drop_listings(self, inodes: Sequence[int]) -> None:
         """Make the kernel drop what it cached of these directories (listing, attributes), and wait.
 
-        Called from a lookup handler too (a new recall run): unlike invalidate_entry, invalidate_inode
-        takes no directory lock that a request in flight could hold, and it waits for no request, so
-        the trio loop need not be free; it runs in a thread all the same, like every notification."""
+        Called from a lookup handler (a new recall run): unlike invalidate_entry, invalidate_inode takes
+        no directory lock that a request in flight could hold and waits for no request. It must not
+        queue behind an ingest's invalidate_entry either, which may be waiting for the lookup that
+        waits here: hence its own limiter (tests/test_mount_cache.py, parallel readers)."""
         for ino in inodes:
             self.inodes.listed.pop(ino, None)
         if self.kernel and inodes:
-            await trio.to_thread.run_sync(_invalidate, list(inodes), [], limiter=self.notify_limiter)
+            await trio.to_thread.run_sync(_invalidate, list(inodes), [], limiter=self.listing_limiter)
         self.invalidations += len(inodes)
 
     # -- the semantic arm and health -----------------------------------------------------------------

@@ -153,10 +153,11 @@ ROUNDS = 6
 def reader(m: Path, n: int, failures: list[str], lock: threading.Lock) -> None:
     cmds = [["grep", "-r", "-c", "heron", str(m / "facts"), str(m / "sessions")], ["rg", "-c", "heron", str(m)],
             ["find", str(m), "-name", "*.md"], ["bash", "-c", f"cat {m}/facts/*.md {m}/index.md"],
-            ["ls", "-l", f"{m}/recall/heron queue {n % 3}/"], ["grep", "-r", "-l", "walk fact", str(m / "history")]]
+            ["ls", "-l", f"{m}/recall/heron queue {n % 3}/"], ["grep", "-r", "-l", "walk fact", str(m / "history")],
+            ["ls", f"{m}/recall/"]]  # listed, so that new recall runs invalidate it while ingests invalidate names
     for r in range(ROUNDS):
         for cmd in cmds[r % 2:] + cmds[: r % 2]:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)  # a deadlock fails here
             if proc.returncode != 0 or proc.stderr:
                 with lock:
                     failures.append(f"{cmd}: exit {proc.returncode}: {proc.stderr[:300]}")
