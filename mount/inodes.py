@@ -7,6 +7,9 @@
 - `dentries` remembers which (parent, name) -> inode bindings the kernel may have cached, so that an
   ingest can invalidate exactly the ones whose meaning changed.
 - Attributes are built once per node, in `make_attr`, the one place that sets timeouts.
+- `listed` remembers the directories whose listing the kernel may cache (it keeps listings: the daemon
+  declines opendir, mount/serving.py) and what each listing depends on (`listing_deps`), so that an
+  ingest can drop exactly the cached listings it changed.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.entries import Content, Dep, Entry, RecallSnapshot
+from recallfs.mount.entries import INDEX_DEP, RECALL_DEP, Content, Dep, Entry, RecallSnapshot
 from recallfs.mount.paths import KINDS, Kind
 
 _UID, _GID = os.getuid(), os.getgid()
@@ -44,6 +47,7 @@ class Node:
     lookups: int = 0
     pinned: bool = False
     snapshot: RecallSnapshot | None = None  # a recall directory's run
+    listed: list[Entry] | None = None  # the listing the last readdir pass started with (mount/serving.py)
 
     @property
     def is_dir(self) -> bool:
@@ -83,6 +87,26 @@ def make_attr(ino: int, entry: Entry, recall_ttl: float, default_ns: int) -> pyf
     return attr
 
 
+# Directories listed by one value: their listing changes when a memory with that value changes.
+_LISTED_BY: dict[Kind, str] = {Kind.KIND: "kind", Kind.TAG: "tag", Kind.SESSION: "session", Kind.TURNS: "session",
+                               Kind.VERSIONS: "id"}
+_NEVER_CHANGE = frozenset({Kind.QUERY, Kind.RESULTS})  # a recall run is fixed per inode; .results/ lists nothing
+
+
+def listing_deps(kind: Kind, params: dict[str, Any]) -> frozenset[Dep]:
+    """What a directory's listing depends on. The root and the top-level lists (facts/, sessions/,
+    entities/, history/, by-kind/, by-tag/) change with any store change, which always carries INDEX_DEP
+    (browse.deps_of); recall/ lists the recent queries, which a recall lookup changes too (MountOps)."""
+    if kind in _NEVER_CHANGE:
+        return frozenset()
+    if kind is Kind.RECALL:
+        return frozenset({RECALL_DEP})
+    key = _LISTED_BY.get(kind)
+    if key is not None:
+        return frozenset({(key, str(params[key]))})
+    return frozenset({INDEX_DEP})
+
+
 def identity(entry: Entry) -> tuple[Any, ...]:
     if entry.content is not None:
         return entry.content.key  # ("row", table, rid) or ("blob", digest)
@@ -99,6 +123,8 @@ class InodeTable:
         self.nodes: dict[int, Node] = {}
         self.by_key: dict[tuple[Any, ...], Node] = {}
         self.dentries: dict[tuple[int, str], int] = {}
+        self.listed: dict[int, frozenset[Dep]] = {}  # directory inode -> what its cached listing depends on
+        self.recall_ino: int | None = None  # recall/, once looked up: its listing changes with each new query
         self._next = first_ino  # views of one mount (--map-uid) number their inodes in disjoint ranges
         # Several views share the root inode: the kernel's (root, name) dentries are shared by every
         # caller, so names below the root must be looked up again on every use (entry timeout 0) to
@@ -128,6 +154,8 @@ class InodeTable:
             content=entry.content, target=os.fsencode(entry.target) if entry.target is not None else None,
             deps=entry.deps, pinned=KINDS[entry.kind].fixed,
         )
+        if entry.kind is Kind.RECALL:
+            self.recall_ino = ino
         if self.shared_root and parent.ino == pyfuse3.ROOT_INODE:
             node.attr.entry_timeout = 0
         self.nodes[ino] = node
@@ -159,6 +187,7 @@ class InodeTable:
             del self.by_key[node.key]
         if self.dentries.get((node.parent, node.name)) == node.ino:
             del self.dentries[(node.parent, node.name)]
+        self.listed.pop(node.ino, None)
 
     def take_stale(self, deps: Iterable[Dep]) -> list[tuple[int, str]]:
         """The cached bindings whose node depends on any of `deps`; they are forgotten here, and the
@@ -170,6 +199,20 @@ class InodeTable:
             if node is None or node.deps & wanted:
                 stale.append((parent, name))
                 del self.dentries[(parent, name)]
+        return stale
+
+    def served(self, node: Node) -> None:
+        """The kernel may now cache this directory's listing (also one that never changes: a recall run's,
+        dropped when the name shows another run)."""
+        self.listed[node.ino] = listing_deps(node.kind, node.params)
+
+    def take_stale_listings(self, deps: Iterable[Dep]) -> list[int]:
+        """The directories whose cached listing depends on any of `deps`; forgotten here (the next
+        readdir marks them again), and the caller tells the kernel to drop their listings."""
+        wanted = set(deps)
+        stale = [ino for ino, needs in self.listed.items() if needs & wanted]
+        for ino in stale:
+            del self.listed[ino]
         return stale
 
     def __len__(self) -> int:

@@ -5,7 +5,8 @@ Rules (developer-notes/concurrency.md):
   else is logged and becomes EIO. No request can end the main loop. Every write is refused there too.
 - DuckDB, FAISS and the model are only reached through `_sync` (a worker thread, bounded by a
   CapacityLimiter). Inodes, caches and handles are touched only on the trio thread, so they need no locks.
-- A directory's listing is taken at opendir and served from that snapshot with cookies = positions.
+- No handles: `open` and `opendir` decline (ENOSYS), so the kernel caches pages and listings and names
+  the inode in `read`/`readdir` (mount/serving.py). A --map-uid view keeps `opendir` (mount/views.py).
 - Sizes are known before reads: files are rendered when they are looked up or listed.
 
 One MountOps is one view (one principal). Its parts: the inode table (mount/inodes.py), listings and
@@ -34,11 +35,12 @@ from recallfs.mount.health import Verdict
 from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable, Node
 from recallfs.mount.paths import Kind, resolve
 from recallfs.mount.recall_dirs import RecallDirs
+from recallfs.mount.serving import Serving
 from recallfs.mount.upkeep import Upkeep
 
 T = TypeVar("T")
 
-VIEW_BITS = 40  # inode and handle numbers of view i lie in [i << VIEW_BITS, (i + 1) << VIEW_BITS)
+VIEW_BITS = 40  # inode numbers of view i lie in [i << VIEW_BITS, (i + 1) << VIEW_BITS)
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
@@ -67,7 +69,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         # view_index > 0: one of several per-agent views of one mount (mount/views.py). Its inode and
         # handle numbers live in their own range, and the root's children are never cached by the kernel.
         self.view_index = view_index
-        base = view_index << VIEW_BITS
+        self.base = base = view_index << VIEW_BITS  # a view's handle for the shared root (never an inode)
         self.limiter = limiter or trio.CapacityLimiter(threads)
         self.stats = Stats()
         self.inodes = (InodeTable(self.recall_ttl, first_ino=base + 1, shared_root=True) if view_index
@@ -78,9 +80,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         self.cache = Directories(browser, self.inodes, run=self._sync, token=self.upkeep.token,
                                  status=self.upkeep.status, recent_queries=self.recalls.queries)
         self.children = Children(browser, self.cache, self.recalls, run=self._sync, token=self.upkeep.token)
-        self.dirs: dict[int, tuple[Node, list[Entry]]] = {}
-        self.files: dict[int, bytes] = {}
-        self._fh = base
+        self.serving = Serving(browser, self.inodes, self.cache, run=self._sync, token=self.upkeep.token)
         self._never = pyfuse3.EntryAttributes()  # st_ino 0: a negative entry the kernel may cache
         self._never.st_ino = 0
         self._never.entry_timeout = LONG_TIMEOUT
@@ -97,10 +97,6 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         if node is None:
             raise NotFound(inode)
         return node
-
-    def _next_fh(self) -> int:
-        self._fh += 1
-        return self._fh
 
     def _materialize(self, parent: Node, entry: Entry) -> Node:
         node = self.inodes.node_for(parent, entry)
@@ -123,9 +119,20 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
                 # No ingest can ever create this name (.git, .gitignore, .rgignore probes from every
                 # tool): let the kernel cache the answer instead of asking again for each directory.
                 return self._never
+            recent = self.recalls.version
             node = self._materialize(parent, await self.children.child(parent, text, match))
+            if recent != self.recalls.version:  # a new recall run: recall/ lists other names now
+                await self._recall_changed(parent, text, node)
         self.inodes.remember(node)
         return node.attr
+
+    async def _recall_changed(self, parent: Node, name: str, node: Node) -> None:
+        """The kernel drops its listing of recall/, and the listing of the run this name showed before (it
+        expired, or a change made it stale): nothing reaches that inode by this name any more. Only what
+        the kernel was served a listing of, so a first `ls recall/<q>/` waits for no notification."""
+        earlier = self.inodes.dentries.get((parent.ino, name))
+        stale = {self.inodes.recall_ino, earlier if earlier != node.ino else None}
+        await self.upkeep.drop_listings([ino for ino in stale if ino is not None and ino in self.inodes.listed])
 
     @boundary(reply=False)
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
@@ -144,65 +151,54 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         return node.target
 
     @boundary()
-    async def opendir(self, inode: int, ctx: Any = None) -> int:
+    async def opendir(self, inode: int, ctx: Any = None) -> pyfuse3.FileInfo:
         node = self._node(inode)
         if not node.is_dir:
             raise NotADirectory(node.name)
-        listing = await self.cache.listing(node)
-        fh = self._next_fh()
-        self.dirs[fh] = (node, listing.entries)
-        return fh
+        if not self.view_index:
+            raise pyfuse3.FUSEError(errno.ENOSYS)  # no OPENDIR/RELEASEDIR from now on; readdir gets the inode
+        # A --map-uid view (mount/views.py): the kernel caches the listings of its own directories, never
+        # the shared root's (it lists per caller); the view's base number routes the root's readdir here.
+        if node is self.inodes.root:
+            return pyfuse3.FileInfo(fh=self.base, keep_cache=False, cache_readdir=False)
+        return pyfuse3.FileInfo(fh=inode, keep_cache=True, cache_readdir=True)
 
     @boundary()
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
-        handle = self.dirs.get(fh)
-        if handle is None:
-            raise pyfuse3.FUSEError(errno.EBADF)
-        parent, entries = handle
+        parent = self.inodes.root if fh == self.base and self.view_index else self._node(fh)
+        entries = await self.serving.entries(parent, start_id)
         for position in range(start_id, len(entries)):
             entry = entries[position]
             node = self._materialize(parent, entry)
             if not pyfuse3.readdir_reply(token, os.fsencode(entry.name), node.attr, position + 1):
                 self.inodes.discard_if_unused(node)
-                break
+                return
             self.inodes.remember(node)  # readdirplus: each accepted entry is a lookup
+        parent.listed = None  # the pass is done: the listing cache holds it, the node need not
+
+    async def entries(self, inode: int) -> list[Entry]:
+        """The names `readdir` lists for this directory (tests drive the view without a kernel)."""
+        return await self.serving.entries(self._node(inode), 0)
 
     @boundary()
     async def releasedir(self, fh: int) -> None:
-        self.dirs.pop(fh, None)
+        pass  # only a --map-uid view keeps opendir, and it holds nothing per handle
 
     @boundary()
     async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
         if flags & WRITE_FLAGS:
-            raise ReadOnly()
-        node = self._node(inode)
-        if node.content is None:
-            raise IsADirectory(node.name)
-        data = await self._bytes(node)
-        fh = self._next_fh()
-        self.files[fh] = data
-        # Content never changes under one inode, so the kernel may keep its page cache across opens.
-        return pyfuse3.FileInfo(fh=fh, keep_cache=True)
-
-    async def _bytes(self, node: Node) -> bytes:
-        content = node.content
-        assert content is not None
-        if content.data is not None:
-            return content.data
-        data = self.cache.content.get(content.key)
-        if data is None:
-            _, table, rid, lineage = content.key
-            data = await self._sync(self.browser.row_bytes, table, rid, lineage)
-            self.cache.content.put(content.key, data)
-        if len(data) != content.size:
-            raise RuntimeError(f"{node.name}: rendered {len(data)} bytes, announced {content.size}")
-        return data
+            raise ReadOnly()  # the mount is `ro`: the kernel refuses these itself, before and after this
+        self._node(inode)
+        # No OPEN/RELEASE from now on: every file is kept in the page cache (its content never changes
+        # under one inode) and `read` gets the inode.
+        raise pyfuse3.FUSEError(errno.ENOSYS)
 
     @boundary()
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        data = self.files.get(fh)
-        if data is None:
-            raise pyfuse3.FUSEError(errno.EBADF)
+        node = self._node(fh)
+        if node.content is None:
+            raise IsADirectory(node.name)
+        data = await self.serving.content(node)
         return data[off: off + size]
 
     @boundary()
@@ -211,7 +207,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
 
     @boundary()
     async def release(self, fh: int) -> None:
-        self.files.pop(fh, None)
+        pass  # never sent once open declined
 
     @boundary()
     async def statfs(self, ctx: Any = None) -> pyfuse3.StatvfsData:
@@ -257,5 +253,5 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         content = self.cache.content
         return self.upkeep.health(
             {"inodes": len(self.inodes), "content_cache_bytes": content.weight, "content_cache_hits": content.hits,
-             "content_cache_misses": content.misses, "listings_cached": len(self.cache.listings)},
-            {"open_files": len(self.files), "open_dirs": len(self.dirs)})
+             "content_cache_misses": content.misses, "listings_cached": len(self.cache.listings),
+             "listings_in_kernel": len(self.inodes.listed)})

@@ -36,6 +36,7 @@ class RecallDirs:
         self.recent: OrderedDict[str, None] = OrderedDict()
         self.flights = SingleFlight()
         self._sid = 0
+        self.version = 0  # changes with what recall/ lists (the recent names, newest first)
 
     def queries(self) -> list[str]:
         """The recent directory names, newest first."""
@@ -56,12 +57,15 @@ class RecallDirs:
                 self._sid += 1
                 run = _Run(self._sid, snapshot, token, trio.current_time())
                 self.runs.put(name, run)
+                self.version += 1  # a new run under this name: the kernel may drop the old one's caches
                 return run
 
             cached = await self.flights.run(("recall", name, token), compute)
-        self.recent.pop(name, None)
-        self.recent[name] = None
-        while len(self.recent) > RECENT_QUERIES:
-            self.recent.popitem(last=False)
+        if next(reversed(self.recent), None) != name:
+            self.recent.pop(name, None)
+            self.recent[name] = None
+            while len(self.recent) > RECENT_QUERIES:
+                self.recent.popitem(last=False)
+            self.version += 1
         return Entry(name, Kind.QUERY, {"snapshot": cached.sid, "query": query, "result": cached.snapshot},
                      deps=frozenset({RECALL_DEP}))

@@ -29,7 +29,14 @@ log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
 
 
-def _invalidate_entries(stale: Iterable[tuple[int, str]]) -> None:
+def _invalidate(listings: Iterable[int], stale: Iterable[tuple[int, str]]) -> None:
+    """Blocking writes to /dev/fuse; the kernel handles each without a request to us."""
+    for ino in listings:  # the cached listing (and attributes) of a directory
+        try:
+            pyfuse3.invalidate_inode(ino, attr_only=False)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:  # ENOENT: the kernel holds no such inode (nothing cached)
+                log.warning("could not invalidate inode %d: %s", ino, exc)
     for parent, name in stale:
         try:
             pyfuse3.invalidate_entry(parent, os.fsencode(name))
@@ -51,6 +58,9 @@ class Upkeep:
         self.recall_ttl = recall_ttl
         self.write_limiter = trio.CapacityLimiter(1)
         self.notify_limiter = trio.CapacityLimiter(1)
+        # Its own: a lookup handler waits for it, and an ingest's invalidate_entry (under notify_limiter)
+        # can wait for that very lookup (the kernel holds the directory's lock while it asks).
+        self.listing_limiter = trio.CapacityLimiter(1)
         self.write_lock = trio.Lock()
         self.semantic_ready = False
         self.degraded_reason: str | None = "off"
@@ -105,11 +115,26 @@ class Upkeep:
         Never called from a request handler. The blocking `invalidate_entry` runs in its own thread
         while the trio loop goes on serving, so a request the kernel waits for can still finish; when
         this returns (and the ingest is answered) no stale name is left in the kernel's cache."""
+        deps = set(deps)
         stale = self.inodes.take_stale(deps)
-        if self.kernel and stale:
-            await trio.to_thread.run_sync(_invalidate_entries, stale, limiter=self.notify_limiter)
-        self.invalidations += len(stale)
-        return len(stale)
+        listings = self.inodes.take_stale_listings(deps)
+        if self.kernel and (stale or listings):
+            await trio.to_thread.run_sync(_invalidate, listings, stale, limiter=self.notify_limiter)
+        self.invalidations += len(stale) + len(listings)
+        return len(stale) + len(listings)
+
+    async def drop_listings(self, inodes: Sequence[int]) -> None:
+        """Make the kernel drop what it cached of these directories (listing, attributes), and wait.
+
+        Called from a lookup handler (a new recall run): unlike invalidate_entry, invalidate_inode takes
+        no directory lock that a request in flight could hold and waits for no request. It must not
+        queue behind an ingest's invalidate_entry either, which may be waiting for the lookup that
+        waits here: hence its own limiter (tests/test_mount_cache.py, parallel readers)."""
+        for ino in inodes:
+            self.inodes.listed.pop(ino, None)
+        if self.kernel and inodes:
+            await trio.to_thread.run_sync(_invalidate, list(inodes), [], limiter=self.listing_limiter)
+        self.invalidations += len(inodes)
 
     # -- the semantic arm and health -----------------------------------------------------------------
     async def refresh_semantic(self) -> None:
@@ -140,8 +165,8 @@ class Upkeep:
             self.health_digest = digest
             await self.invalidate({INDEX_DEP})
 
-    def health(self, caches: dict[str, int], handles: dict[str, int]) -> dict[str, Any]:
-        """The health report of one view, with its own counts: inodes and caches, open handles."""
+    def health(self, caches: dict[str, int]) -> dict[str, Any]:
+        """The health report of one view, with its own counts: inodes and caches."""
         return {
             "health": self.verdict().as_dict(),
             "store": self.store_state(),
@@ -152,6 +177,5 @@ class Upkeep:
             "generation": self.store.generation,
             "degraded": not self.semantic_ready,
             "degraded_reason": None if self.semantic_ready else self.degraded_reason,
-            **handles,
             **index_health(),  # derived indexes this process found behind or damaged, and rebuilt
         }

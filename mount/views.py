@@ -11,8 +11,13 @@ listing, size or recall result of one agent can answer another.
 - The root inode is shared (the kernel fixes it); its children are never cached by the kernel (entry
   timeout 0), so every path walk asks again as its caller and lands in the caller's view.
 - A uid not in the map gets EACCES for everything, at the root and below.
-- Requests without a context (read, readdir, release, forget) carry a handle or inode number, which
-  names its view.
+- Requests without a context (read, readdir, forget) carry an inode number (or, for the root's readdir,
+  the view's base number as its handle), which names its view.
+- Kernel caches (developer-notes/pyfuse3-patch.md): `open` declines (ENOSYS), so no OPEN/RELEASE is sent
+  and pages are kept; safe, since every file inode belongs to one view. `opendir` stays: the kernel's
+  no-opendir would cache the shared root's listing for every caller, and an unmapped uid would list it
+  without asking. Each view's own directories are opened with `cache_readdir` (their inodes are its
+  own); the root is opened without, so its listing is asked for (and checked) on every opendir.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from recallfs.mount.operations import VIEW_BITS, MountOps
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
 SUMMED = ("requests", "unexpected_errors", "loop_thread_violations", "inodes", "content_cache_bytes",
-          "listings_cached", "invalidations", "open_files", "open_dirs")
+          "listings_cached", "listings_in_kernel", "invalidations")
 
 
 def parse_uid_map(items: Sequence[str]) -> dict[int, str]:
@@ -117,7 +122,7 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
         return await self._inode_op(ctx, inode, lambda v: v.readlink(inode, ctx))
 
     @boundary()
-    async def opendir(self, inode: int, ctx: Any = None) -> int:
+    async def opendir(self, inode: int, ctx: Any = None) -> pyfuse3.FileInfo:
         return await self._inode_op(ctx, inode, lambda v: v.opendir(inode, ctx))
 
     @boundary()

@@ -18,17 +18,14 @@ async def lookup_path(ops: MountOps, path: str) -> int:
 
 
 async def listing(ops: MountOps, ino: int) -> list[str]:
-    fh = await ops.opendir(ino)
-    names = [e.name for e in ops.dirs[fh][1]]
-    await ops.releasedir(fh)
-    return names
+    """What readdir lists (no handle: the daemon declines opendir, and readdir gets the inode)."""
+    return [e.name for e in await ops.entries(ino)]
 
 
 async def read_all(ops: MountOps, ino: int) -> bytes:
-    fh = (await ops.open(ino, os.O_RDONLY)).fh
+    """Reads by inode, as the kernel sends them once open declined."""
     chunks, off = [], 0
-    while chunk := await ops.read(fh, off, 4096):
+    while chunk := await ops.read(ino, off, 4096):
         chunks.append(chunk)
         off += len(chunk)
-    await ops.release(fh)
     return b"".join(chunks)

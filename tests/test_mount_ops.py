@@ -18,6 +18,8 @@ from ops_helpers import listing, lookup_path, read_all
 
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import GuardedStore, LoopThreadError
+from recallfs.mount.entries import INDEX_DEP, RECALL_DEP
+from recallfs.mount.inodes import listing_deps
 from recallfs.mount.operations import MountOps
 from recallfs.mount.paths import Kind
 from recallfs.query.ingest_file import ingest_records, load_file
@@ -177,16 +179,13 @@ async def test_changed_content_gets_a_fresh_inode(ops: MountOps, tmp_path: Path)
     old = await ops.lookup(facts, old_name.encode())
     old_bytes = await read_all(ops, old.st_ino)
     history = await lookup_path(ops, "history/f-pref")
-    fh = await ops.opendir(facts)  # a listing snapshot taken before the change
-    before = [e.name for e in ops.dirs[fh][1]]
+    assert old_name in await listing(ops, facts)
 
     store = ops.store
     await ops.write_store(lambda: ingest(store, tmp_path / "v2.jsonl", [
         fact("pref-1", "Maya prefers commit messages under fifty characters", id="f-pref", kind="preference",
              entity="maya")]))
 
-    assert [e.name for e in ops.dirs[fh][1]] == before  # the open handle keeps its snapshot
-    await ops.releasedir(fh)
     names = await listing(ops, facts)
     assert old_name not in names
     new_name = "maya-prefers-commit-messages-under-fifty--f-pref.md"
@@ -234,3 +233,65 @@ async def test_a_listed_hit_still_opens_after_its_run_is_replaced(ops: MountOps,
 
 async def ops_lookup(ops: MountOps, parent: int, name: str) -> int:
     return int((await ops.lookup(parent, os.fsencode(name))).st_ino)
+
+
+# -- serving without handles (issue 13): declines, listing dependencies, invalidation -----------------
+async def test_open_and_opendir_decline_so_the_kernel_caches(ops: MountOps) -> None:
+    index = await lookup_path(ops, "index.md")
+    facts = await lookup_path(ops, "facts")
+    for call in (ops.open(index, os.O_RDONLY), ops.opendir(facts), ops.opendir(ROOT)):
+        with pytest.raises(pyfuse3.FUSEError) as exc:
+            await call
+        assert errno_of(exc) == errno.ENOSYS
+    assert (await read_all(ops, index)).startswith(b"---\n")  # read(fh=inode)
+    with pytest.raises(pyfuse3.FUSEError) as exc:
+        await ops.read(facts, 0, 10)
+    assert errno_of(exc) == errno.EISDIR
+
+
+async def test_a_map_uid_view_keeps_opendir_and_never_caches_the_root(ops: MountOps) -> None:
+    view = MountOps(ops.store, ops.browser, recall_ttl=5, kernel=False, view_index=1)
+    root = await view.opendir(ROOT)
+    assert root.fh == 1 << 40 and not root.cache_readdir  # the view's base routes the root's readdir
+    facts = await lookup_path(view, "facts")
+    info = await view.opendir(facts)
+    assert info.fh == facts and info.cache_readdir and info.keep_cache
+    with pytest.raises(pyfuse3.FUSEError) as exc:
+        await view.open(await lookup_path(view, "index.md"), os.O_RDONLY)
+    assert errno_of(exc) == errno.ENOSYS
+
+
+@pytest.mark.parametrize(("kind", "params", "deps"), [
+    (Kind.ROOT, {}, {INDEX_DEP}), (Kind.FACTS, {}, {INDEX_DEP}), (Kind.KINDS, {}, {INDEX_DEP}),
+    (Kind.SESSIONS, {}, {INDEX_DEP}), (Kind.ENTITIES, {}, {INDEX_DEP}), (Kind.HISTORY, {}, {INDEX_DEP}),
+    (Kind.KIND, {"kind": "decision"}, {("kind", "decision")}), (Kind.TAG, {"tag": "ci"}, {("tag", "ci")}),
+    (Kind.SESSION, {"session": "s1"}, {("session", "s1")}), (Kind.TURNS, {"session": "s1"}, {("session", "s1")}),
+    (Kind.VERSIONS, {"id": "f-ci"}, {("id", "f-ci")}), (Kind.RECALL, {}, {RECALL_DEP}),
+    (Kind.RESULTS, {}, set()), (Kind.QUERY, {"query": "q"}, set()),
+])
+def test_listing_deps(kind: Kind, params: dict, deps: set) -> None:
+    assert listing_deps(kind, params) == deps
+
+
+async def test_an_ingest_drops_exactly_the_listings_it_changed(ops: MountOps, tmp_path: Path) -> None:
+    paths = ["", "facts", "facts/by-kind/decision", "facts/by-kind/procedure", "history/f-ci", "history/f-deploy",
+             "sessions/2026-06-01-ci", "sessions/2026-06-01-ci/turns"]
+    inos = {p: await lookup_path(ops, p) for p in paths}
+    for ino in inos.values():
+        await ops.entries(ino)
+    assert set(inos.values()) <= set(ops.inodes.listed)
+    await ops.write_store(lambda: ingest(ops.store, tmp_path / "new.jsonl", [
+        fact("ci-9", "CI also runs clippy", id="f-ci", kind="decision", tags=["ci"], entity="ci")]))
+    dropped = {p for p, ino in inos.items() if ino not in ops.inodes.listed}
+    assert dropped == {"", "facts", "facts/by-kind/decision", "history/f-ci"}
+    assert len(await listing(ops, inos["history/f-ci"])) == 2
+
+
+async def test_a_new_recall_run_drops_the_listing_of_recall(ops: MountOps) -> None:
+    recall = await lookup_path(ops, "recall")
+    assert await listing(ops, recall) == ["README.md"]
+    assert recall in ops.inodes.listed
+    before = ops.upkeep.invalidations
+    await lookup_path(ops, "recall/.results/nextest retries")
+    assert recall not in ops.inodes.listed and ops.upkeep.invalidations > before
+    assert await listing(ops, recall) == ["README.md", "nextest retries"]

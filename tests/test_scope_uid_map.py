@@ -106,3 +106,43 @@ def test_bad_map_uid_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "no user" in proc.stderr
     proc = run_cli("mount", str(tmp_path), "--map-uid", "1001")
     assert proc.returncode == 1 and "UID=AGENT" in proc.stderr
+
+
+def test_cached_listings_and_pages_never_serve_another_caller(mapped: Mount) -> None:
+    """The kernel caches listings and pages (open declined; opendir with cache_readdir, never on the shared
+    root). The auditor, who sees every memory, walks first; then the reader and a uid outside the map run
+    the same commands: the reader gets exactly what it got before anyone else walked, and nothing of
+    the auditor's names, sizes or content; the outsider gets Permission denied and nothing else."""
+    m = str(mapped.path)
+    walks = (("ls", "-lR", m), ("find", m, "-printf", "%p %s %y\n"), ("grep", "-r", "plover", m),
+             ("rg", "-n", "plover", m), ("bash", "-c", f"cat {m}/index.md {m}/facts/*.md"),
+             ("stat", "-c", "%n %s", f"{m}/index.md", f"{m}/facts"))
+
+    def run(agent: str) -> list[list[str]]:
+        procs = [as_user(agent, *cmd) for cmd in walks]
+        assert all(p.returncode == 0 and p.stderr == "" for p in procs), [p.stderr for p in procs]
+        return [sorted(p.stdout.splitlines()) for p in procs]
+
+    def readdirs(agent: str) -> int:
+        return int(mapped.mount_info()["detail"]["views"][agent]["by_op"].get("readdir", 0))
+
+    cold_reader = run("reader")
+    listed = readdirs("reader")
+    assert run("reader") == cold_reader
+    # The reader's own listings are cached: only the shared root is listed again.
+    assert readdirs("reader") - listed <= 2 * len(walks) < listed
+    auditor = run("auditor")
+    assert run("auditor") == auditor
+    # The auditor's walk rebound the root's names to its own inodes, so the kernel dropped the reader's
+    # (and their caches) meanwhile: the reader's walk is served by its view again, and is the same.
+    assert run("reader") == cold_reader
+    hidden = EXPECTED["auditor"] - EXPECTED["reader"]
+    seen = "\n".join(line for out in cold_reader for line in out)
+    assert not any(h in seen for h in hidden) and "vault" not in seen and "payroll" not in seen
+    assert {line.rsplit(" ", 1)[1] for line in cold_reader[5] if "index.md" in line} != {
+        line.rsplit(" ", 1)[1] for line in auditor[5] if "index.md" in line}  # the sizes differ by caller
+    for cmd in walks:
+        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=120)  # root: not in the map
+        assert proc.returncode != 0 and "Permission denied" in proc.stderr, (cmd, proc.stderr)
+        assert "plover" not in proc.stdout and not any(h in proc.stdout + proc.stderr for h in EXPECTED["auditor"])
+    assert mapped.mount_info()["detail"]["unexpected_errors"] == 0

@@ -1,0 +1,186 @@
+"""The kernel caches of a real mount (issue 13): the daemon declines open and opendir, so the kernel keeps
+pages and listings, and the daemon drops them when they change (developer-notes/pyfuse3-patch.md).
+
+Counted, not timed: the daemon's per-handler request counts (`recallfs status --json`, by_op) show what a
+second walk of find, cat, grep -r and rg still asks; real ls/cat show that an ingest or a recall run
+changes every warm listing it should; and parallel reader processes run through ingests without errors.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mount_helpers import SAMPLE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount, wait_until
+
+from conftest import fact, turn, write_jsonl
+
+pytestmark = [needs_fuse, pytest.mark.mount]
+HANDLE_OPS = ("open", "opendir", "release", "releasedir")
+RECORDS = SAMPLE + [
+    fact(f"walk-{i}", f"walk fact {i} about the heron queue shard {i % 7}", id=f"f-walk-{i:03d}",
+         kind=("decision", "procedure")[i % 2], tags=[f"team-{i % 3}"], entity=("ci", "maya")[i % 2])
+    for i in range(120)
+] + [turn(f"2026-07-0{1 + i % 6}-standup", i, ("maya", "ci-bot")[i % 2], f"standup turn {i}: heron status")
+     for i in range(60)]
+
+
+def sh(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=300)
+
+
+def requests(mount: Mount) -> Counter[str]:
+    return Counter(mount.mount_info()["detail"]["by_op"])
+
+
+def walk(m: Path) -> list[subprocess.CompletedProcess[str]]:
+    return [sh("find", str(m)), sh("bash", "-c", f"find {m} -type f -print0 | xargs -0 cat"),
+            sh("grep", "-r", "heron", str(m)), sh("rg", "heron", str(m))]
+
+
+@pytest.fixture
+def mounted(tmp_path: Path):
+    env = base_env(tmp_path, RECALLFS_RECALL_TTL_S="2")
+    build_store(tmp_path, RECORDS, env)
+    mount = start_mount(tmp_path, env)
+    yield mount
+    stop_mount(mount)
+
+
+def test_a_warm_walk_makes_no_open_and_almost_no_request(mounted: Mount) -> None:
+    m = mounted.path
+    start = requests(mounted)
+    first = walk(m)
+    assert all(p.returncode == 0 and p.stderr == "" for p in first), [p.stderr for p in first]
+    middle = requests(mounted)
+    second = walk(m)
+    end = requests(mounted)
+    assert [sorted(p.stdout.splitlines()) for p in second] == [sorted(p.stdout.splitlines()) for p in first]
+    cold, warm = middle - start, end - middle
+    print(f"\nfirst walk: {dict(cold)}\nsecond walk: {dict(warm)}")
+    assert all(warm[op] == 0 for op in HANDLE_OPS), warm  # none once declined (a handle was never kept)
+    assert cold["open"] <= 1 and cold["opendir"] <= 1 and cold["release"] == cold["releasedir"] == 0, cold
+    # The kernel serves the second walk from its caches (a page may be dropped under memory pressure).
+    assert cold["readdir"] >= 50 and cold["read"] >= 200, cold
+    assert warm["readdir"] <= cold["readdir"] // 10 and warm["read"] <= cold["read"] // 10, (cold, warm)
+    assert sum(warm.values()) <= sum(cold.values()) // 10, (cold, warm)
+    detail = mounted.mount_info()["detail"]
+    assert detail["unexpected_errors"] == 0 and detail["listings_in_kernel"] > 50
+
+
+def test_an_ingest_changes_every_warm_listing_it_touches(mounted: Mount, tmp_path: Path) -> None:
+    m = mounted.path
+    dirs = ["facts", "facts/by-kind/decision", "facts/by-tag/team-1", "history/f-walk-001", "history",
+            "sessions", "sessions/2026-07-01-standup/turns", "entities", ""]
+    before = {d: sorted(os.listdir(m / d)) for d in dirs}
+    listed = requests(mounted)["readdir"]
+    assert {d: sorted(os.listdir(m / d)) for d in dirs} == before
+    assert requests(mounted)["readdir"] == listed  # warm: every listing came from the kernel's cache
+    future = m / "facts" / "a-new-heron-fact-after-the-walk--f-new.md"
+    assert not future.exists()  # a name that may appear later is not cached as missing
+    index = (m / "index.md").read_text()
+
+    # Only new memories first: no name the kernel holds changes, so only the listings' own invalidation
+    # can show them (a changed name would also make the kernel drop its directory's listing).
+    mounted.cli("ingest", str(write_jsonl(tmp_path / "new.jsonl", [
+        fact("new-1", "A new heron fact after the walk", id="f-new", kind="decision", tags=["team-1"], entity="gull"),
+        turn("2026-07-09-retro", 0, "maya", "a new session about herons")])))
+    new = {d: sorted(os.listdir(m / d)) for d in dirs}
+    for d in ("facts", "facts/by-kind/decision", "facts/by-tag/team-1"):
+        assert future.name in new[d], d
+    assert "f-new" in os.listdir(m / "history") and "2026-07-09-retro" in new["sessions"]
+    assert "gull.md" in new["entities"]
+
+    mounted.cli("ingest", str(write_jsonl(tmp_path / "more.jsonl", [
+        fact("walk-1", "walk fact 1 rewritten: the heron queue moved", id="f-walk-001", kind="procedure",
+             tags=["team-1"], entity="maya"),
+        turn("2026-07-01-standup", 200, "maya", "late heron turn"),
+    ])))
+    after = {d: sorted(os.listdir(m / d)) for d in dirs}
+    assert future.read_text().startswith("---\n")
+    assert after["history/f-walk-001"] == ["v1.md", "v2.md"]
+    assert len(after["sessions/2026-07-01-standup/turns"]) == len(before["sessions/2026-07-01-standup/turns"]) + 1
+    assert (m / "index.md").read_text() != index and os.stat(m / "index.md").st_size == len(
+        (m / "index.md").read_bytes())
+    assert "late heron turn" in (m / "sessions" / "2026-07-01-standup" / "transcript.md").read_text()
+
+
+def test_recall_listing_and_expiry(mounted: Mount) -> None:
+    m = mounted.path
+    assert os.listdir(m / "recall") == os.listdir(m / "recall") == ["README.md"]
+    hits = sorted(os.listdir(m / "recall" / "heron queue"))
+    assert "results.json" in hits
+    assert sorted(os.listdir(m / "recall")) == ["README.md", "heron queue"]  # the warm listing was dropped
+    os.listdir(m / "recall" / "heron status")
+    assert os.listdir(m / "recall") == ["README.md", "heron status", "heron queue"]  # newest first
+    first = os.stat(m / "recall" / "heron queue").st_ino
+    invalidations = mounted.mount_info()["detail"]["invalidations"]
+    # After recall_ttl the name is looked up again: a new run, a new inode, the old one's caches dropped.
+    assert wait_until(lambda: os.stat(m / "recall" / "heron queue").st_ino != first, timeout=60)
+    assert sorted(os.listdir(m / "recall" / "heron queue")) == hits
+    assert mounted.mount_info()["detail"]["invalidations"] > invalidations
+
+
+def test_every_write_is_erofs_once_open_is_declined(mounted: Mount) -> None:
+    m = mounted.path
+    index = m / "index.md"
+    assert index.read_text() and os.listdir(m / "facts")  # the kernel has had its open/opendir declined
+    fact_file = next(p for p in (m / "facts").iterdir() if p.is_file())
+    for cmd in (["touch", str(index)], ["bash", "-c", f"echo hi > {fact_file}"],
+                ["bash", "-c", f"echo hi >> {index}"], ["tee", str(index)], ["truncate", "-s", "0", str(fact_file)],
+                ["dd", "if=/dev/zero", f"of={fact_file}", "count=1", "conv=notrunc"],
+                ["sed", "-i", "s/a/b/", str(index)],
+                ["rm", str(fact_file)], ["mkdir", str(m / "facts" / "d")], ["chmod", "600", str(index)],
+                ["mv", str(fact_file), str(m / "facts" / "x.md")], ["ln", "-s", "x", str(m / "l")],
+                ["cp", "/etc/hostname", str(m / "facts")], ["rmdir", str(m / "facts" / "by-tag")]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, input="", timeout=60)
+        assert proc.returncode != 0 and "Read-only file system" in proc.stderr, (cmd, proc.stderr)
+    for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_APPEND, os.O_RDONLY | os.O_TRUNC):
+        with pytest.raises(OSError) as exc:
+            os.open(fact_file, flags)
+        assert exc.value.strerror == "Read-only file system"
+    assert index.read_text() and mounted.mount_info()["detail"]["unexpected_errors"] == 0
+
+
+READERS = 8
+ROUNDS = 6
+
+
+def reader(m: Path, n: int, failures: list[str], lock: threading.Lock) -> None:
+    cmds = [["grep", "-r", "-c", "heron", str(m / "facts"), str(m / "sessions")], ["rg", "-c", "heron", str(m)],
+            ["find", str(m), "-name", "*.md"], ["bash", "-c", f"cat {m}/facts/*.md {m}/index.md"],
+            ["ls", "-l", f"{m}/recall/heron queue {n % 3}/"], ["grep", "-r", "-l", "walk fact", str(m / "history")],
+            ["ls", f"{m}/recall/"]]  # listed, so that new recall runs invalidate it while ingests invalidate names
+    for r in range(ROUNDS):
+        for cmd in cmds[r % 2:] + cmds[: r % 2]:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)  # a deadlock fails here
+            if proc.returncode != 0 or proc.stderr:
+                with lock:
+                    failures.append(f"{cmd}: exit {proc.returncode}: {proc.stderr[:300]}")
+
+
+def test_parallel_readers_during_ingests(mounted: Mount, tmp_path: Path) -> None:
+    m = mounted.path
+    failures: list[str] = []
+    lock = threading.Lock()
+    threads = [threading.Thread(target=reader, args=(m, n, failures, lock)) for n in range(READERS)]
+    for t in threads:
+        t.start()
+    markers = []
+    for n in range(4):
+        marker = f"parallelmarker{n}"
+        mounted.cli("ingest", str(write_jsonl(tmp_path / f"p{n}.jsonl", [
+            fact(f"par-{n}", f"heron parallel fact {marker}", id=f"f-par-{n}", kind="decision"),
+            turn(f"2026-07-0{1 + n}-standup", 300 + n, "maya", f"heron {marker} turn")])))
+        markers.append(marker)
+    for t in threads:
+        t.join()
+    assert failures == []
+    text = sh("grep", "-r", "parallelmarker", str(m / "facts"), str(m / "sessions")).stdout
+    assert all(text.count(marker) >= 3 for marker in markers), text  # fact, transcript, turn
+    detail = mounted.mount_info()["detail"]
+    assert detail["unexpected_errors"] == 0 and "EIO" not in detail["errnos"], detail["last_unexpected_error"]
