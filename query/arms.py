@@ -58,6 +58,11 @@ class SemanticQuery(Protocol):
         """{rid: calibrated score in 0..1} of its own hits and of `also` (rows another arm found)."""
         ...
 
+    def start(self) -> None:
+        """Begin computing the query's embedding in the background (recall calls it before the lexical
+        arm, so the two overlap); vector() and the searches join it. Raises nothing."""
+        ...
+
     def vector(self) -> np.ndarray | None:
         """The query's embedding: the one a search computed, else computed now; None when the arm has
         no model. Raises as the searches do (TimeoutError past the budget)."""

@@ -445,21 +445,39 @@ class Embedder:
         if budget_ms is None:
             vec = self._encode_query(text)
         else:
-            if self._worker is None:
-                with self._lock:
-                    if self._worker is None:
-                        self._worker = _Worker("recallfs-embed-query")
-            fut = self._worker.submit(lambda: self._encode_query(text))
+            fut = self._query_worker().submit(lambda: self._encode_query(text))
             try:
                 vec = fut.result(timeout=max(budget_ms, 0.0) / 1000.0)
             except TimeoutError:
                 fut.cancel()  # if it has not started, it never will
-                raise TimeoutError(f"query embedding took longer than its {budget_ms:g} ms budget") from None
+                raise _overran(budget_ms) from None
+        self.remember_query(text, vec)
+        return vec
+
+    def start_query(self, text: str) -> PendingQuery:
+        """Start embedding `text` on the query worker now, so that the caller can work meanwhile
+        (recall runs its lexical arm); PendingQuery.result() joins it. Nothing starts when the vector
+        is cached or the model is not ready: result() is then embed_query() itself."""
+        with self._cache_lock:
+            cached = text in self._cache
+        if cached or self._state != "ready":
+            return PendingQuery(self, text, None)
+        # the job also says when it finished: the budget is judged on the encode, not on the join
+        job = self._query_worker().submit(lambda: (self._encode_query(text), time.monotonic()))
+        return PendingQuery(self, text, job)
+
+    def remember_query(self, text: str, vec: np.ndarray) -> None:
         with self._cache_lock:
             self._cache[text] = vec
             while len(self._cache) > QUERY_CACHE:
                 self._cache.popitem(last=False)
-        return vec
+
+    def _query_worker(self) -> _Worker:
+        if self._worker is None:
+            with self._lock:
+                if self._worker is None:
+                    self._worker = _Worker("recallfs-embed-query")
+        return self._worker
 
     def _encode_query(self, text: str) -> np.ndarray:
         """One sentence on one CPU thread. A short input gains little from intra-op parallelism, and on
@@ -483,6 +501,43 @@ class Embedder:
         if self._state in ("idle", "loading"):
             raise EmbedderError("the embedding model is still loading")
         self._require()
+
+
+def _overran(budget_ms: float) -> TimeoutError:
+    return TimeoutError(f"query embedding took longer than its {budget_ms:g} ms budget")
+
+
+class PendingQuery:
+    """A query embedding started ahead of need (Embedder.start_query). result() answers as
+    embed_query() would have, had it been called when the encode started: the same vector, and
+    TimeoutError when the encode overran its budget, counted from its start (an encode that finished
+    late still fails, even if nobody was waiting for it yet)."""
+
+    __slots__ = ("_embedder", "_future", "_started", "_text")
+
+    def __init__(self, embedder: Embedder, text: str, future: Future[Any] | None) -> None:
+        self._embedder = embedder
+        self._text = text
+        self._future = future
+        self._started = time.monotonic()
+
+    def result(self, budget_ms: float | None) -> np.ndarray:
+        future, self._future = self._future, None
+        if future is None:  # nothing was started (cached or not ready), or already joined: as before
+            return self._embedder.embed_query(self._text, budget_ms=budget_ms)
+        if budget_ms is None:
+            vec, _ = future.result()
+        else:
+            deadline = self._started + max(budget_ms, 0.0) / 1000.0
+            try:
+                vec, finished = future.result(timeout=max(deadline - time.monotonic(), 0.0))
+            except TimeoutError:
+                future.cancel()  # if it has not started, it never will
+                raise _overran(budget_ms) from None
+            if finished > deadline:
+                raise _overran(budget_ms)
+        self._embedder.remember_query(self._text, vec)
+        return np.asarray(vec)
 
 
 # -- one shared embedder per (model, device) in a process: the model is loaded once ----------------

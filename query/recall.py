@@ -107,12 +107,12 @@ def recall(
     req = parse(query, arm=arm, fusion=fusion, options=options, k=k, offset=offset, now=now)
     trace = Trace(notes=list(req.errors))
     trace.degraded, trace.degraded_reason = semantic_state(arm, semantic)
+    handle = _semantic_query(req, semantic, trace)  # its embedding starts now, beside the lexical work
     schema = store.schema_for(principal)
     if schema is None:
         trace.notes.append(f"workspace {principal.workspace_path} holds no memories")
         return _result(req, principal, trace, t_start)
     scope = _scope(store, principal, schema, req, candidates, trace)
-    handle = _semantic_query(req, semantic, trace)
     fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
     authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace)
     config = floor_config(stages or StageConfig(), any_shared_word=words)
@@ -172,10 +172,15 @@ def _scope(store: Store, principal: Principal, schema: str, req: Request, limit:
 
 
 def _semantic_query(req: Request, semantic: SemanticArm | None, trace: Trace) -> SemanticQuery | None:
-    """The semantic arm's handle for this query, when that arm was asked for and is ready."""
+    """The semantic arm's handle for this query, when that arm was asked for and is ready. The query
+    embedding starts at once on the embedder's worker thread (torch releases the GIL): it then runs
+    while the lexical arm searches, and the semantic arm joins it (SemanticQuery.start)."""
     if semantic is None or not req.semantic or trace.degraded:
         return None
-    return semantic.query(req.text)
+    handle = semantic.query(req.text)
+    if req.text.strip():  # an empty text is never searched
+        handle.start()
+    return handle
 
 
 def _fuse(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.embedder import Embedder, PendingQuery, embedder_from_settings
 from recallfs.query.settings import DEFAULTS, Settings
 from recallfs.query.store import Store
 from recallfs.query.vectors import (
@@ -150,20 +150,32 @@ class QuerySearch:
     the query's embedding computes it under the arm's budget, and the handle keeps it for the other
     tables and for the ranking stages."""
 
-    __slots__ = ("_nearest", "_vector", "arm", "cosines", "text")
+    __slots__ = ("_nearest", "_pending", "_vector", "arm", "cosines", "text")
 
     def __init__(self, arm: SemanticSearch, text: str) -> None:
         self.arm = arm
         self.text = text
         self._vector: np.ndarray | None = None
+        self._pending: PendingQuery | None = None  # the embedding start() began, until vector() joins it
         self.cosines: dict[int, float] = {}  # rid -> the query's cosine, for every row a search scored
         # (store, schema, table, where, params, limit) -> the index's answer: rank fusion's relevance
         # (arms.calibrated_evidence) asks each table again with the same arguments
         self._nearest: dict[tuple[int, str, str, str, str, int], list[tuple[int, float]]] = {}
 
+    def start(self) -> None:
+        """Begin the query embedding now, on the embedder's query worker, so that it runs while recall
+        does its lexical work; vector() joins it with the same budget and errors (PendingQuery)."""
+        embedder = self.arm.embedder
+        if self._vector is None and self._pending is None and self.arm.enabled and embedder is not None:
+            self._pending = embedder.start_query(self.text)
+
     def vector(self) -> np.ndarray | None:
         if self._vector is None and self.arm.embedder is not None:
-            self._vector = self.arm.embedder.embed_query(self.text, budget_ms=self.arm.budget_ms)
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                self._vector = pending.result(self.arm.budget_ms)
+            else:
+                self._vector = self.arm.embedder.embed_query(self.text, budget_ms=self.arm.budget_ms)
         return self._vector
 
     def search(

@@ -167,3 +167,61 @@ def test_model_identity_differs_between_models(tmp_path, minilm):
         (copy / name).write_bytes((Path(default_model_path()) / name).read_bytes())
     assert model_identity(str(copy)) != minilm.model_id
     assert model_identity(default_model_path()) == minilm.model_id
+
+
+class _SignallingEncoder:
+    """The real model's encoder, saying when an encode begins and holding its end until released."""
+
+    def __init__(self, inner, *, released: bool = True) -> None:
+        self.inner = inner
+        self.began = threading.Event()
+        self.ended = threading.Event()
+        self.release = threading.Event()
+        if released:
+            self.release.set()
+
+    def encode(self, inputs, **kwargs):
+        self.began.set()
+        self.release.wait(60)
+        try:
+            return self.inner.encode(inputs, **kwargs)
+        finally:
+            self.ended.set()
+
+
+def test_a_started_query_embedding_runs_before_anyone_asks_for_it(minilm):
+    """start_query() encodes on the query worker at once (recall overlaps it with its lexical arm);
+    result() returns the vector embed_query() gives, and remembers it."""
+    enc = _SignallingEncoder(minilm._encoder)
+    emb = Embedder(encoder=enc, model_id=minilm.model_id)
+    text = "which city hosts the offsite this spring"
+    pending = emb.start_query(text)
+    assert enc.began.wait(30), "the encode began without waiting for result()"
+    vec = pending.result(5000)
+    np.testing.assert_allclose(vec, minilm.embed_query(text, budget_ms=5000), atol=1e-6)
+    assert emb.embed_query(text, budget_ms=0) is vec  # cached: a hit needs no budget
+
+
+def test_a_started_embedding_that_overran_its_budget_times_out_even_when_joined_late(minilm):
+    """The budget is the encode's, counted from its start: joined after a late finish, it still fails,
+    as embed_query() would have failed had it been called when the encode started."""
+    enc = _SignallingEncoder(minilm._encoder, released=False)
+    emb = Embedder(encoder=enc, model_id=minilm.model_id)
+    pending = emb.start_query("a query whose encode is held past its budget")
+    assert enc.began.wait(30)
+    threading.Event().wait(0.2)  # past the 50 ms budget before the encode may end
+    enc.release.set()
+    assert enc.ended.wait(30)
+    with pytest.raises(TimeoutError, match="50 ms budget"):
+        pending.result(50)
+
+
+def test_a_started_embedding_keeps_the_errors_of_embed_query(tmp_path):
+    loading = Embedder(default_model_path())  # never warmed: still loading as far as recall knows
+    with pytest.raises(EmbedderError, match="still loading"):
+        loading.start_query("too early").result(1000)
+    faulty = Embedder(encoder=_RaisingEncoder(), model_id="faulty")
+    with pytest.raises(RuntimeError, match="injected encoder fault"):
+        faulty.start_query("x").result(1000)
+    with pytest.raises(RuntimeError, match="injected encoder fault"):
+        faulty.start_query("y").result(None)

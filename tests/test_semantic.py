@@ -312,3 +312,39 @@ def test_rank_fusion_searches_each_table_once(store, minilm):
     result = recall(store, ME, PARAPHRASES[0][0], fusion="rrf", semantic=arm)
     assert result.degraded is False and result.hits
     assert indexes.searches and len(indexes.searches) == len(set(indexes.searches))
+
+
+class _SignallingEncoder:
+    """The real model's encoder, saying when an encode begins."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.began = threading.Event()
+
+    def encode(self, inputs, **kwargs):
+        self.began.set()
+        return self.inner.encode(inputs, **kwargs)
+
+
+def test_recall_embeds_the_query_while_its_lexical_arm_searches(store, minilm, monkeypatch):
+    """The query embedding starts before the lexical arm (on the embedder's worker), so the two overlap;
+    the answer is the one the plain arm gives. The lexical search is only observed: each call notes
+    whether the encode had begun by then (waiting for it a bounded while), then runs as it would."""
+    import recallfs.query.arms as arms
+
+    enc = _SignallingEncoder(minilm._encoder)
+    seen: list[bool] = []
+    real = arms.search_calibrated
+
+    def observed(*args, **kwargs):
+        seen.append(enc.began.wait(5))
+        return real(*args, **kwargs)
+
+    question = "a question asked once, for the overlap: " + QUESTION
+    monkeypatch.setattr(arms, "search_calibrated", observed)
+    result = recall(store, ME, question, semantic=SemanticSearch(Embedder(encoder=enc, model_id=minilm.model_id)))
+    monkeypatch.undo()
+    assert seen and all(seen), "the encode had not begun when the lexical arm searched"
+    plain = recall(store, ME, question, semantic=SemanticSearch(minilm))
+    assert not result.degraded
+    assert [(h.id, round(h.score, 6)) for h in result.hits] == [(h.id, round(h.score, 6)) for h in plain.hits]
