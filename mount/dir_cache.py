@@ -2,10 +2,15 @@
 
 Trio thread only. A listing is computed in a worker thread (`run`), once for concurrent requests
 (`SingleFlight`), and cached under (kind, params) with the token it was built for (Upkeep.token).
+
+Read-ahead: a walk that reaches the middle sibling of a batch starts the next batch in the background
+(a trio system task), so the store renders the next window while the walk lists this one, instead of
+the walk stopping at every BATCH_WINDOW-th directory to wait for it (cold `find`, issue 13).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,17 +21,25 @@ from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import Blocking, SingleFlight
 from recallfs.mount.entries import ContentKey, Entry, Listing
 from recallfs.mount.inodes import InodeTable, Node
+from recallfs.mount.listings import Batch
 from recallfs.mount.paths import BATCHES, KINDS, RESULTS_DIR, Kind
 from recallfs.query.caches import LruCache
 
 BATCH_WINDOW = 256  # sibling directories listed together when a walk opens the first of them
+# Read-ahead batches double up to this: a content load of a few thousand scattered rows costs hardly
+# more than one of 256 (one pass over the table's segments), so a long walk makes few of them.
+READ_AHEAD_WINDOW = 4096
 CONTENT_CACHE_BYTES = 256 << 20
 LISTING_CACHE_ENTRIES = 1_000_000
 ListingKey = tuple[Kind, tuple[tuple[str, Any], ...]]
 Token = tuple[Any, ...]
+log = logging.getLogger("recallfs.mount")
 
 
 def freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    if len(params) == 1:  # most directories (a walk makes one key per directory it lists)
+        ((k, v),) = params.items()
+        return ((k, v),) if isinstance(v, str | int) else ()
     return tuple(sorted((k, v) for k, v in params.items() if isinstance(v, str | int)))
 
 
@@ -49,6 +62,9 @@ class Directories:
             LISTING_CACHE_ENTRIES, lambda v: len(v[1].entries) + 1)
         self.flights = SingleFlight()
         self._batching: dict[ListingKey, trio.Event] = {}  # listings a sibling batch is building now
+        self._triggers: dict[ListingKey, int] = {}  # a batch's middle sibling -> the next batch's size
+        self.batches_waited = 0  # batches a request had to wait for (each one stalls a walk)
+        self.batches_ahead = 0  # batches built ahead of a walk
 
     def install_rows(self, rows: dict[ContentKey, bytes]) -> None:
         for key, data in rows.items():
@@ -81,6 +97,9 @@ class Directories:
             await pending.wait()
         cached = self.cached(node)
         if cached is not None:
+            size = self._triggers.pop(key, 0)
+            if size:  # a walk is half-way through a batch: build the next one meanwhile
+                trio.lowlevel.spawn_system_task(self._read_ahead, node, size)
             return cached
         token = self.token()
 
@@ -96,23 +115,46 @@ class Directories:
     async def _batch(self, node: Node, key: ListingKey, token: Token) -> Listing:
         field_name = KINDS[node.kind].batch_key
         assert field_name is not None
-        values = await self._window(node, field_name)
+        values = await self._window(node, field_name, BATCH_WINDOW)
+        self.batches_waited += 1
+        batch = await self._build(node.kind, field_name, values, token)
+        return next(listing for kind, params, listing in batch if listing_key(kind, params) == key)
+
+    async def _read_ahead(self, node: Node, size: int) -> None:
+        """The next batch of this node's siblings (a system task: an error is logged, never raised, as
+        it would end the daemon; a request that needs a listing it failed to build builds it itself)."""
+        field_name = KINDS[node.kind].batch_key
+        assert field_name is not None
+        try:
+            token = self.token()
+            values = (await self._window(node, field_name, size))[1:]  # its own listing is built already
+            if values:
+                self.batches_ahead += 1
+                await self._build(node.kind, field_name, values, token)
+        except Exception:
+            log.exception("read-ahead of %s failed", node.name)
+
+    async def _build(self, kind: Kind, field_name: str, values: list[str], token: Token) -> Batch:
         keys = [listing_key(k, {field_name: v}) for v in values for k in BATCHES[field_name]]
         done = trio.Event()
         for k in keys:
             self._batching.setdefault(k, done)
         try:
-            batch = await self.run(self.browser.batch, node.kind, values)
-            for kind, params, listing in batch:
-                self._install(listing_key(kind, params), token, listing)
+            batch = await self.run(self.browser.batch, kind, values)
+            for listed_kind, params, listing in batch:
+                self._install(listing_key(listed_kind, params), token, listing)
         finally:
             for k in keys:
                 if self._batching.get(k) is done:
                     del self._batching[k]
             done.set()
-        return next(listing for kind, params, listing in batch if listing_key(kind, params) == key)
+        if len(values) > 1:  # the sibling a walk lists half-way through this batch, either way it goes
+            walked = Kind.SESSION if kind is Kind.TURNS else kind
+            middle = listing_key(walked, {field_name: values[len(values) // 2]})
+            self._triggers[middle] = min(READ_AHEAD_WINDOW, 2 * len(values))
+        return batch
 
-    async def _window(self, node: Node, field_name: str) -> list[str]:
+    async def _window(self, node: Node, field_name: str, size: int) -> list[str]:
         """This directory's key and those of the siblings a walk will open next (history/<id>/ after
         history/<id>/, sessions/<s>/ after sessions/<s>/), so that one content load lists them all.
 
@@ -132,10 +174,10 @@ class Directories:
         token = self.token()
         values = [own]
         entries = listing.entries
-        after = entries[position + 1: position + 1 + BATCH_WINDOW]
-        before = entries[max(0, position - BATCH_WINDOW): position][::-1]
+        after = entries[position + 1: position + 1 + size]
+        before = entries[max(0, position - size): position][::-1]
         for entry in after + before:
-            if len(values) > BATCH_WINDOW:
+            if len(values) > size:
                 break
             value = entry.params.get(field_name)
             if value is None:

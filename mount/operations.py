@@ -254,4 +254,5 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         return self.upkeep.health(
             {"inodes": len(self.inodes), "content_cache_bytes": content.weight, "content_cache_hits": content.hits,
              "content_cache_misses": content.misses, "listings_cached": len(self.cache.listings),
-             "listings_in_kernel": len(self.inodes.listed)})
+             "listings_in_kernel": len(self.inodes.listed), "listing_batches_waited": self.cache.batches_waited,
+             "listing_batches_ahead": self.cache.batches_ahead})
