@@ -84,9 +84,9 @@ class Listing:
 class RecallSnapshot:
     """One run of recall for one directory name: the files it shows, fixed for its inode's life.
 
-    `earlier`: the hit files of the run it replaced that it does not show. They are not listed, but their
-    names still open (with the bytes they had): `ls recall/q/` then `cat recall/q/03-...md` works even when
-    the run expired in between and the next one ranks differently."""
+    `earlier`: the hit files of the runs it replaced that it does not show (recall_dirs.still_open). They
+    are not listed, but their names still open (with the bytes they had): `ls recall/q/` then
+    `cat recall/q/03-...md` works even when runs expired in between and the newest one ranks differently."""
 
     query: str
     entries: list[Entry]

@@ -17,6 +17,23 @@ from recallfs.query.caches import LruCache
 
 RECENT_QUERIES = 50  # how many recent queries recall/ lists
 RECALL_RUNS = 256  # recall runs kept (by directory name)
+# Hit names of earlier runs that still open under a directory's newest run. One run back was not enough:
+# with the kernel caching listings, `ls` can show a run two ingests old (16 readers and an ingest a
+# second did it: tests/test_mount_cache.py).
+EARLIER_KEPT = 512
+
+
+def still_open(earlier: list[Entry], shown: set[str]) -> list[Entry]:
+    """The earlier runs' hits a new run does not show, newest run first, one per name, at most EARLIER_KEPT."""
+    seen = set(shown)
+    out: list[Entry] = []
+    for entry in earlier:
+        if entry.name not in seen:
+            seen.add(entry.name)
+            out.append(entry)
+            if len(out) == EARLIER_KEPT:
+                break
+    return out
 
 
 @dataclass(slots=True)
@@ -48,12 +65,11 @@ class RecallDirs:
         cached = self.runs.get(name)
         if cached is None or cached.token != token or now - cached.born >= self.recall_ttl:
 
-            earlier = cached.snapshot.entries if cached is not None else []
+            earlier = [*cached.snapshot.entries, *cached.snapshot.earlier] if cached is not None else []
 
             async def compute() -> _Run:
                 snapshot = await self.run(self.browser.recall, query)
-                shown = {e.name for e in snapshot.entries}
-                snapshot.earlier = [e for e in earlier if e.name not in shown]  # one run back, no further
+                snapshot.earlier = still_open(earlier, {e.name for e in snapshot.entries})
                 self._sid += 1
                 run = _Run(self._sid, snapshot, token, trio.current_time())
                 self.runs.put(name, run)

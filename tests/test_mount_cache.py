@@ -184,3 +184,23 @@ def test_parallel_readers_during_ingests(mounted: Mount, tmp_path: Path) -> None
     assert all(text.count(marker) >= 3 for marker in markers), text  # fact, transcript, turn
     detail = mounted.mount_info()["detail"]
     assert detail["unexpected_errors"] == 0 and "EIO" not in detail["errnos"], detail["last_unexpected_error"]
+
+
+def test_a_hit_listed_two_runs_ago_still_opens(mounted: Mount, tmp_path: Path) -> None:
+    """`ls recall/q/`, then two ingests that each push a better hit above it, then `cat` of a name the
+    first listing showed. With the kernel caching listings, an agent's `ls` can come from a run two
+    ingests old (16 readers under ingest found it); every name a recent run showed must still open."""
+    q = mounted.path / "recall" / "heron queue"
+    first = sorted(n for n in os.listdir(q) if n.endswith(".md") and n[:2].isdigit())
+    assert first
+    for n in (1, 2):
+        mounted.cli("ingest", str(write_jsonl(tmp_path / f"top-{n}.jsonl", [
+            fact(f"top-{n}", f"heron queue heron queue: the heron queue runbook, part {n}", id=f"f-top-{n}",
+                 kind="procedure", entity="ci")])))
+        assert sorted(os.listdir(q)) != first  # a new run, ranked differently
+    now = set(os.listdir(q))
+    gone = [name for name in first if name not in now]
+    assert gone  # the ranks moved: names of the first run are not listed any more
+    for name in first:
+        proc = sh("cat", str(q / name))
+        assert proc.returncode == 0 and proc.stdout.startswith("---\n"), (name, proc.stderr)
