@@ -197,13 +197,18 @@ def expected_tree(store: Path, org: str, workspace: str, agent: str) -> dict[str
     return counts
 
 
-def module_mount(factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[Mount]:
-    """The body of a module-scoped fixture: the sample store, mounted once for a module's tests."""
-    tmp = factory.mktemp(name)
+def serve(tmp: Path, records: list, **env: str) -> Iterator[Mount]:
+    """The body of a mount fixture: `records` ingested into a fresh store under `tmp`, mounted until the
+    fixture ends."""
     full = base_env(tmp, **env)
-    build_store(tmp, SAMPLE, full)
+    build_store(tmp, records, full)
     mount = start_mount(tmp, full)
     try:
         yield mount
     finally:
         stop_mount(mount)
+
+
+def module_mount(factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[Mount]:
+    """The body of a module-scoped fixture: the sample store, mounted once for a module's tests."""
+    yield from serve(factory.mktemp(name), SAMPLE, **env)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from fault_helpers import fill
-from mount_helpers import SAMPLE, Mount, base_env, build_store, is_mounted, needs_fuse, start_mount, stop_mount
+from mount_helpers import SAMPLE, Mount, base_env, build_store, is_mounted, needs_fuse, serve, start_mount, stop_mount
 from mount_helpers import wait_until as until
 
 from conftest import RECALLFS, fact, write_jsonl
@@ -45,11 +45,7 @@ def _facts_with(mount: Mount, word: str) -> int:
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[Mount]:
-    env = base_env(tmp_path)
-    build_store(tmp_path, SAMPLE, env)
-    mount = start_mount(tmp_path, env)
-    yield mount
-    stop_mount(mount)
+    yield from serve(tmp_path, SAMPLE)
 
 
 def test_kill_9_mid_read_then_mount_alone_recovers(fresh: Mount) -> None:

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from mount_helpers import SAMPLE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount, wait_until
+from mount_helpers import SAMPLE, Mount, needs_fuse, serve, wait_until
 
 from conftest import fact, turn, write_jsonl
 
@@ -44,11 +44,7 @@ def walk(m: Path) -> list[subprocess.CompletedProcess[str]]:
 
 @pytest.fixture
 def mounted(tmp_path: Path):
-    env = base_env(tmp_path, RECALLFS_RECALL_TTL_S="2")
-    build_store(tmp_path, RECORDS, env)
-    mount = start_mount(tmp_path, env)
-    yield mount
-    stop_mount(mount)
+    yield from serve(tmp_path, RECORDS, RECALLFS_RECALL_TTL_S="2")
 
 
 def test_a_warm_walk_makes_no_open_and_almost_no_request(mounted: Mount) -> None:

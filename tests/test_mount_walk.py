@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mount_helpers import Mount, base_env, build_store, needs_fuse, start_mount, stop_mount
+from mount_helpers import Mount, needs_fuse, serve
 
 from conftest import fact, turn
 
@@ -25,11 +25,7 @@ RECORDS = [fact(f"cold-{i}", f"cold walk fact {i} about the osprey ledger {i % 1
 
 @pytest.fixture
 def mounted(tmp_path: Path):
-    env = base_env(tmp_path)
-    build_store(tmp_path, RECORDS, env)
-    mount = start_mount(tmp_path, env)
-    yield mount
-    stop_mount(mount)
+    yield from serve(tmp_path, RECORDS)
 
 
 def test_a_cold_walk_waits_for_one_batch_of_each_kind(mounted: Mount) -> None:

@@ -54,13 +54,18 @@ def _walk(fs: Mounted) -> None:
     assert hits == [f"{root}/{TREE.dir_name(d)}/{TREE.file_name(0)}" for d in range(TREE.dirs)]
 
 
-def test_noopen_second_walk_sends_no_open_and_reads_by_inode(tmp_path: Path) -> None:
-    with mounted(TREE, "noopen", tmp_path / "mnt") as fs:
+def _two_walks(mode: str, tmp_path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """The handler counts of a first (cold) and a second (warm) walk of one mount."""
+    with mounted(TREE, mode, tmp_path / "mnt") as fs:
         _walk(fs)
         first = fs.counts()
         fs.reset()
         _walk(fs)
-        second = fs.counts()
+        return first, fs.counts()
+
+
+def test_noopen_second_walk_sends_no_open_and_reads_by_inode(tmp_path: Path) -> None:
+    first, second = _two_walks("noopen", tmp_path)
     assert first["bad_fh"] == 0, first  # read/readdir were given the inode, not fh=0
     assert first["read"] > 0 and first["readdir"] > 0, first
     assert first["open"] <= 1 and first["opendir"] <= 1, first  # declined once, never asked again
@@ -73,12 +78,7 @@ def test_noopen_second_walk_sends_no_open_and_reads_by_inode(tmp_path: Path) -> 
 
 
 def test_opendir_fileinfo_sets_cache_readdir(tmp_path: Path) -> None:
-    with mounted(TREE, "cachedir", tmp_path / "mnt") as fs:
-        _walk(fs)
-        first = fs.counts()
-        fs.reset()
-        _walk(fs)
-        second = fs.counts()
+    first, second = _two_walks("cachedir", tmp_path)
     assert first["readdir"] > 0 and first["bad_fh"] == 0, first
     assert second["opendir"] > 0, second  # opendir stays in this mode...
     assert second["readdir"] < first["readdir"], (first, second)  # ...but listings come from the cache
