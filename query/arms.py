@@ -63,6 +63,11 @@ class SemanticQuery(Protocol):
         arm, so the two overlap); vector() and the searches join it. Raises nothing."""
         ...
 
+    def prefetch(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
+        """Begin, in the background, the nearest-row searches of every table that search() and
+        search_calibrated() will make with these arguments; they join it. Raises nothing."""
+        ...
+
     def vector(self) -> np.ndarray | None:
         """The query's embedding: the one a search computed, else computed now; None when the arm has
         no model. Raises as the searches do (TimeoutError past the budget)."""
@@ -124,9 +129,12 @@ class Scope:
 
 
 def calibrated_arms(
-    scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace
+    scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace,
+    between: Callable[[dict[int, str]], None] | None = None,
 ) -> tuple[Scored, dict[int, str]]:
-    """Both arms' calibrated scores per table, for ranking.fusion.calibrated; and each rid's table."""
+    """Both arms' calibrated scores per table, for ranking.fusion.calibrated; and each rid's table.
+    `between(tables)` runs after the lexical arm and before the semantic one (recall loads the lexical
+    hits there, while the semantic arm's prefetched searches finish)."""
     store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
     tables: dict[int, str] = {}
 
@@ -146,15 +154,19 @@ def calibrated_arms(
                             partial(score_indexed, store, schema, table, terms, unseen)))
 
     scores = _each_table(trace, "lexical", tables, _no_scores, lexical)
+    if semantic is not None and between is not None:
+        between(dict(tables))
     if semantic is not None:
         scores.update(_each_table(trace, "semantic", tables, _no_scores, search, then=score_unseen))
     return scores, tables
 
 
 def ranked_arms(
-    scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace, *, lexical: bool
+    scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace, *, lexical: bool,
+    between: Callable[[dict[int, str]], None] | None = None,
 ) -> tuple[Ranked, dict[int, str]]:
-    """Each asked-for arm's ranked rids per table, for ranking.fusion.rrf; and each rid's table."""
+    """Each asked-for arm's ranked rids per table, for ranking.fusion.rrf; and each rid's table.
+    `between`: as in calibrated_arms."""
     store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
     tables: dict[int, str] = {}
 
@@ -166,6 +178,8 @@ def ranked_arms(
         return semantic.search(store, schema, table, where, params, limit, alone=not lexical)
 
     lists: Ranked = _each_table(trace, "lexical", tables, _no_rids, lexical_ranked) if lexical else {}
+    if semantic is not None and between is not None and tables:
+        between(dict(tables))
     if semantic is not None:
         lists.update(_each_table(trace, "semantic", tables, _no_rids, semantic_ranked))
     return lists, tables

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from recallfs.query.query_encoder import traced_query_encoder
 from recallfs.query.settings import Settings
 
 log = logging.getLogger("recallfs.embedder")
@@ -263,6 +264,8 @@ class Embedder:
         self._loaded = threading.Event()
         self._thread: threading.Thread | None = None
         self._encoder: Encoder | None = None
+        # One query through a frozen copy of the loaded model (query/query_encoder.py); None: the stock path
+        self._query_fast: Callable[[str], np.ndarray] | None = None
         self._dim: int | None = dim
         self._state = "idle"  # idle -> loading -> ready | missing | error
         self._problem = ""
@@ -334,6 +337,7 @@ class Embedder:
         model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
         if self.device == "cpu":
             model = onednn_linears(model)
+            self._query_fast = traced_query_encoder(model)
         dim = int(model.get_embedding_dimension() or 0)
         # One encode warms the kernels, so the first real query meets its budget.
         probe = np.asarray(model.encode(["warm up"], batch_size=1, show_progress_bar=False,
@@ -490,6 +494,8 @@ class Embedder:
         before = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
+            if self._query_fast is not None:
+                return self._query_fast(text)
             return np.asarray(self._encode([text], batch_size=1)[0])
         finally:
             torch.set_num_threads(before)

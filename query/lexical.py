@@ -72,9 +72,6 @@ class IndexState:
 
 
 _STATE: LruCache[tuple[Any, ...], Any] = LruCache(512)
-_STEMS: LruCache[str, list[str]] = LruCache(1024)
-
-
 def index_state(store: Store, schema: str, table: str) -> IndexState:
     def compute() -> IndexState:
         cur = store.cursor()
@@ -88,15 +85,26 @@ def index_state(store: Store, schema: str, table: str) -> IndexState:
     return state
 
 
-def index_stems(cur: Cursor, fts: str, text: str) -> list[str]:
-    """The query's distinct terms as the index holds them: DuckDB's own tokenizer and Porter stemmer,
-    so query and documents are cut the same way. Every index is built with the same options."""
-    def compute() -> list[str]:
-        rows = cur.execute(f"SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t", [text]).fetchall()
-        return sorted(str(r[0]) for r in rows if r[0])
+# term -> its stems as the index holds them. Per term rather than per query: an agent's queries differ
+# but their words recur, and a query whose words were all seen needs no statement at all.
+_STEMS: LruCache[str, tuple[str, ...]] = LruCache(65_536)
 
-    stems: list[str] = _STEMS.get_or_compute(text, compute)
-    return stems
+
+def index_stems(cur: Cursor, fts: str, terms: list[str]) -> list[str]:
+    """The distinct stems of these query terms (query_terms) as the index holds them: DuckDB's own
+    tokenizer and Porter stemmer, so query and documents are cut the same way. Every index is built
+    with the same options. A term is tokenized on its own: the tokenizer splits on spaces, so the
+    stems of a query are the union of its terms' stems."""
+    missing = [t for t in dict.fromkeys(terms) if _STEMS.get(t) is None]
+    if missing:
+        rows = cur.execute(
+            f"SELECT t, list(DISTINCT stem(tok, 'porter')) FROM "
+            f"(SELECT t, unnest({fts}.tokenize(t)) AS tok FROM unnest(?::VARCHAR[]) AS u(t)) GROUP BY t",
+            [missing]).fetchall()
+        found = {str(r[0]): tuple(str(x) for x in r[1] if x) for r in rows}
+        for term in missing:
+            _STEMS.put(term, found.get(term, ()))
+    return sorted({stem for t in terms for stem in (_STEMS.get(t) or ())})
 
 
 def search(
@@ -186,7 +194,7 @@ def _bm25(
         cur = store.cursor()
         fts = fts_schema(schema, table)
         postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
-        stems = index_stems(cur, fts, " ".join(terms))
+        stems = index_stems(cur, fts, terms)
         return postings, postings.score(stems), lexical_ceiling(postings.term_maxima(stems), len(stems))
 
     found: tuple[Postings, np.ndarray, float] = _BM25.get_or_compute(

@@ -7,6 +7,7 @@ ranking stages read of a Candidate; full rows load for the page and the copies f
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import partial
 
 from recallfs.query.arms import Scope, Trace
@@ -20,21 +21,59 @@ from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.scope.principal import Principal
 
 
+@dataclass(slots=True)
+class Preloaded:
+    """Rows already through the gate and loaded before fusion (`preload`): authorize_and_load skips them."""
+
+    checked: set[int] = field(default_factory=set)  # rids the gate has answered for
+    allowed: set[int] = field(default_factory=set)  # those it passed
+    rows: dict[int, Row] = field(default_factory=dict)  # their light rows
+
+
+def preload(
+    scope: Scope, principal: Principal, tables: dict[int, str], options: RecallOptions, trace: Trace,
+    into: Preloaded,
+) -> None:
+    """Gate and light-load these rids (rid -> table) now, into `into`: recall does it for the lexical
+    hits while the semantic arm's searches finish on their worker, so that the wait does work."""
+    by_table = {table: [rid for rid, t in tables.items() if t == table] for table in MEMORY_TABLES}
+    allowed = _authorize(scope, principal, by_table, options, trace)
+    rows = trace.timed("load", partial(_light_by_table, scope.store, scope.schema,
+                                       {t: [r for r in rids if r in allowed] for t, rids in by_table.items()}))
+    into.checked.update(tables)
+    into.allowed |= allowed
+    into.rows.update(rows)
+
+
 def authorize_and_load(
-    scope: Scope, principal: Principal, fused: list[Candidate], options: RecallOptions, trace: Trace
+    scope: Scope, principal: Principal, fused: list[Candidate], options: RecallOptions, trace: Trace,
+    preloaded: Preloaded | None = None,
 ) -> tuple[list[Candidate], dict[int, Row]]:
     """The gate, then the light rows: nothing is loaded for an id the principal may not read. Returns the
-    readable candidates, filled from their light rows for the stages, in order; and those rows by rid."""
-    allowed: set[int] = set()
-    for table in MEMORY_TABLES:
-        ids = [c.rid for c in fused if c.table == table]
-        allowed |= trace.timed("authorize", partial(
-            authorize_in_store, scope.store, principal, scope.schema, table, ids, options))
+    readable candidates, filled from their light rows for the stages, in order; and those rows by rid.
+    `preloaded`: rids already gated and loaded (preload), taken as they are."""
+    done = preloaded or Preloaded()
+    by_table = {table: [c.rid for c in fused if c.table == table and c.rid not in done.checked]
+                for table in MEMORY_TABLES}
+    allowed = _authorize(scope, principal, by_table, options, trace) | done.allowed
     readable = [c for c in fused if c.rid in allowed]
-    rows = trace.timed("load", partial(light_rows, scope.store, scope.schema, readable))
+    fresh = {t: [r for r in rids if r in allowed] for t, rids in by_table.items()}
+    rows = trace.timed("load", partial(_light_by_table, scope.store, scope.schema, fresh))
+    rows.update((rid, row) for rid, row in done.rows.items() if rid in allowed)
     for cand in readable:
         fill(cand, rows[cand.rid])
     return ordered(readable), rows
+
+
+def _authorize(
+    scope: Scope, principal: Principal, by_table: dict[str, list[int]], options: RecallOptions, trace: Trace,
+) -> set[int]:
+    allowed: set[int] = set()
+    for table, ids in by_table.items():
+        if ids:
+            allowed |= trace.timed("authorize", partial(
+                authorize_in_store, scope.store, principal, scope.schema, table, ids, options))
+    return allowed
 
 
 def fill(cand: Candidate, row: Row) -> None:
@@ -43,10 +82,11 @@ def fill(cand: Candidate, row: Row) -> None:
     cand.content, cand.kind, cand.tags = row["content"], row["kind"], tuple(row["tags"] or ())
 
 
-def light_rows(store: Store, schema: str, cands: list[Candidate]) -> dict[int, Row]:
+def _light_by_table(store: Store, schema: str, by_table: dict[str, list[int]]) -> dict[int, Row]:
     rows: dict[int, Row] = {}
-    for table in MEMORY_TABLES:
-        rows.update(load_light(store, schema, table, [c.rid for c in cands if c.table == table]))
+    for table, rids in by_table.items():
+        if rids:
+            rows.update(load_light(store, schema, table, rids))
     return rows
 
 

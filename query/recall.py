@@ -10,6 +10,7 @@ of Hits, whose full rows are the only ones loaded. The currentness pull is query
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -31,7 +32,7 @@ from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import scope_clause
 from recallfs.query.lexical import query_terms
 from recallfs.query.lineage import replaced_by_hits
-from recallfs.query.loading import authorize_and_load, full_rows
+from recallfs.query.loading import Preloaded, authorize_and_load, full_rows, preload
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.readable import Row
 from recallfs.query.results import Hit, RecallResult
@@ -113,8 +114,10 @@ def recall(
         trace.notes.append(f"workspace {principal.workspace_path} holds no memories")
         return _result(req, principal, trace, t_start)
     scope = _scope(store, principal, schema, req, candidates, trace)
-    fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k)
-    authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace)
+    early, between = _overlap(req, scope, principal, handle, trace)
+    fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k,
+                         between=between)
+    authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace, early)
     config = floor_config(stages or StageConfig(), any_shared_word=words)
     links = current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
@@ -183,18 +186,31 @@ def _semantic_query(req: Request, semantic: SemanticArm | None, trace: Trace) ->
     return handle
 
 
+def _overlap(
+    req: Request, scope: Scope, principal: Principal, semantic: SemanticQuery | None, trace: Trace,
+) -> tuple[Preloaded, Callable[[dict[int, str]], None] | None]:
+    """Start the semantic arm's searches on their worker, beside the lexical arm, and say what to do
+    while they finish: gate and load the lexical hits (loading.preload), into the Preloaded returned."""
+    early = Preloaded()
+    if semantic is None or not req.text.strip():
+        return early, None
+    semantic.prefetch(scope.store, scope.schema, scope.where, scope.params, scope.limit)
+    return early, partial(preload, scope, principal, options=req.options, trace=trace, into=early)
+
+
 def _fuse(
     req: Request, scope: Scope, semantic: SemanticQuery | None, trace: Trace, *,
-    weights: dict[str, float] | None, rrf_k: int,
+    weights: dict[str, float] | None, rrf_k: int, between: Callable[[dict[int, str]], None] | None = None,
 ) -> tuple[list[Candidate], bool]:
     """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run.
-    Also returns whether any readable memory holds a word of the query (for the relevance floor)."""
+    `between`: run between the arms (arms.calibrated_arms). Also returns whether any readable memory
+    holds a word of the query (for the relevance floor)."""
     if req.calibrated:
-        scores, tables = calibrated_arms(scope, req.terms, semantic, trace)
+        scores, tables = calibrated_arms(scope, req.terms, semantic, trace, between)
         fused = trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
         attach_evidence(fused, scores, semantic)
         return fused, shares_words(scores)
-    lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=req.lexical)
+    lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=req.lexical, between=between)
     fused = trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
     # The floor reads calibrated evidence; rank fusion's scores are reciprocal ranks. Custom weights
     # apply to both; the defaults of calibrated fusion weigh the evidence.

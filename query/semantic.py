@@ -9,11 +9,13 @@ model is still loading), `model-missing`, `timeout` (the query embedding overran
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from recallfs.query.embedder import Embedder, PendingQuery, embedder_from_settings
+from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.settings import DEFAULTS, Settings
 from recallfs.query.store import Store
 from recallfs.query.vectors import (
@@ -42,6 +44,11 @@ ALONE_MIN_Z = 2.0
 # BACKGROUND_MIN rows): MiniLM's typical similarity between unrelated memories, as measured on the
 # demo set's partitions (mean 0.05..0.2, sd 0.07..0.13).
 PRIOR_MEAN, PRIOR_SD = 0.1, 0.1
+# Where a recall's vector searches run while its lexical work goes on (QuerySearch.prefetch): FAISS and
+# torch release the GIL, so on two cores the query embedding and the scans overlap the BM25 arm.
+# A few threads, so that concurrent recalls in the daemon do not queue behind one another's scans.
+_PREFETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-semantic")
+NearestKey = tuple[int, str, str, str, str, int]
 
 
 @dataclass(slots=True)
@@ -150,7 +157,7 @@ class QuerySearch:
     the query's embedding computes it under the arm's budget, and the handle keeps it for the other
     tables and for the ranking stages."""
 
-    __slots__ = ("_nearest", "_pending", "_vector", "arm", "cosines", "text")
+    __slots__ = ("_failure", "_nearest", "_pending", "_prefetch", "_vector", "arm", "cosines", "text")
 
     def __init__(self, arm: SemanticSearch, text: str) -> None:
         self.arm = arm
@@ -160,7 +167,9 @@ class QuerySearch:
         self.cosines: dict[int, float] = {}  # rid -> the query's cosine, for every row a search scored
         # (store, schema, table, where, params, limit) -> the index's answer: rank fusion's relevance
         # (arms.calibrated_evidence) asks each table again with the same arguments
-        self._nearest: dict[tuple[int, str, str, str, str, int], list[tuple[int, float]]] = {}
+        self._nearest: dict[NearestKey, list[tuple[int, float]]] = {}
+        self._prefetch: Future[None] | None = None  # the searches prefetch() began, until a search joins them
+        self._failure: BaseException | None = None  # why the query embedding failed (vector() raises it again)
 
     def start(self) -> None:
         """Begin the query embedding now, on the embedder's query worker, so that it runs while recall
@@ -169,13 +178,47 @@ class QuerySearch:
         if self._vector is None and self._pending is None and self.arm.enabled and embedder is not None:
             self._pending = embedder.start_query(self.text)
 
+    def prefetch(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
+        """Start, on a worker thread, what every table's search will ask first: the query embedding,
+        then each table's nearest readable rows. recall() calls it before its lexical arm; the searches
+        join it (_join) and find their answers made. A failure here is left for the search that joins
+        to meet again and report (a timed-out embedding is not waited for twice)."""
+        if self._prefetch is None and self.arm.enabled and self.arm.embedder is not None:
+            self._prefetch = _PREFETCH.submit(self._search_all, store, schema, where, list(params), limit)
+
+    def _search_all(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
+        try:
+            for table in MEMORY_TABLES:
+                ready = self._ready(store, schema, table)
+                if ready is not None:
+                    self.nearest(store, schema, table, ready[1], where, params, limit, ready[0])
+        except Exception:  # the joining search repeats the step, and reports what failed
+            pass
+
+    def _join(self) -> None:
+        """Wait for prefetch()'s searches (they finish within the embedding budget, or fail)."""
+        job, self._prefetch = self._prefetch, None
+        if job is not None:
+            job.result()
+
     def vector(self) -> np.ndarray | None:
+        self._join()
+        return self._embedded()
+
+    def _embedded(self) -> np.ndarray | None:
+        """The query vector, computed (or joined) on first use; the worker's searches call this one."""
+        if self._failure is not None:
+            raise self._failure
         if self._vector is None and self.arm.embedder is not None:
             pending, self._pending = self._pending, None
-            if pending is not None:
-                self._vector = pending.result(self.arm.budget_ms)
-            else:
-                self._vector = self.arm.embedder.embed_query(self.text, budget_ms=self.arm.budget_ms)
+            try:
+                if pending is not None:
+                    self._vector = pending.result(self.arm.budget_ms)
+                else:
+                    self._vector = self.arm.embedder.embed_query(self.text, budget_ms=self.arm.budget_ms)
+            except Exception as exc:
+                self._failure = exc
+                raise
         return self._vector
 
     def search(
@@ -191,6 +234,7 @@ class QuerySearch:
         """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (the
         looser standout floor applies). Raises TimeoutError when the query embedding overruns the
         budget, VectorError when the stored vectors do not fit the model."""
+        self._join()
         ready = self._ready(store, schema, table)
         if ready is None:
             return []
@@ -216,6 +260,7 @@ class QuerySearch:
         `limit` readable rows that clear the cosine floor and stand out from the background at all
         (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
         already authorized) that clear it. Raises as search_scored() does."""
+        self._join()
         ready = self._ready(store, schema, table)
         if ready is None:
             return {}
@@ -239,7 +284,7 @@ class QuerySearch:
         stored: StoredModel,
     ) -> list[tuple[int, float]]:
         """[(rid, cos01)] of the `limit` nearest readable rows (VectorIndexes.search), once per handle."""
-        key = (id(store), schema, table, where, repr(params), limit)
+        key: NearestKey = (id(store), schema, table, where, repr(params), limit)
         found = self._nearest.get(key)
         if found is None:
             found = self._nearest[key] = self.arm.indexes.search(
@@ -263,7 +308,7 @@ class QuerySearch:
         if stored is None:
             arm.require_vectors(store, schema, table)
             return None
-        qvec = self.vector()
+        qvec = self._embedded()
         assert qvec is not None  # an enabled arm has an embedder
         if stored.model != arm.embedder.model_id or stored.dim != len(qvec):
             raise ModelMismatchError(mismatch_message(stored, arm.embedder.model_id, len(qvec)))

@@ -239,3 +239,31 @@ def test_question_turns_yield_to_answers_in_calibrated_fusion_only(store):
 def test_unknown_fusion_is_refused(store):
     with pytest.raises(ValueError, match="fusion must be one of"):
         recall(store, ME, "docs", fusion="borda")
+
+
+# Queries the per-term stem cache must cut exactly as DuckDB cuts the whole query text.
+STEM_QUERIES = [
+    "Where did we put the release checklist?",
+    "running runs ran runner's",
+    "naïve café résumé Straße ŒUVRE",
+    "e-mail foo_bar x86-64 3.14 v1.2.3",
+    "Ünïcödé ﬁle ǅemal a\u0301b\u0327c",
+    "日本語のテキスト検索 東京タワー",
+    "ΑΘΗΝΑ αθηνα İstanbul ıi Привет",
+    "don't won't it's O'Reilly",
+    "x" * 300,
+    "cargo nextest run --profile ci; cargo",
+]
+
+
+@pytest.mark.parametrize("query", STEM_QUERIES)
+def test_stems_per_term_are_the_stems_of_the_whole_query(store, query):
+    from recallfs.query.lexical import fts_schema, index_stems
+
+    cur = store.cursor()
+    schema = store.schema_for(ME)
+    fts = fts_schema(schema, "facts")
+    terms = query_terms(query)
+    whole = cur.execute(f"SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter')", [" ".join(terms)]).fetchall()
+    assert index_stems(cur, fts, terms) == sorted(str(r[0]) for r in whole if r[0])
+    assert index_stems(cur, fts, terms) == index_stems(cur, fts, list(reversed(terms)))  # cached, any order

@@ -348,3 +348,47 @@ def test_recall_embeds_the_query_while_its_lexical_arm_searches(store, minilm, m
     plain = recall(store, ME, question, semantic=SemanticSearch(minilm))
     assert not result.degraded
     assert [(h.id, round(h.score, 6)) for h in result.hits] == [(h.id, round(h.score, 6)) for h in plain.hits]
+
+
+class ThreadNotingIndexes(VectorIndexes):
+    """The real in-memory indexes, noting which thread ran each flat search."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.searches: list[tuple[str, str]] = []
+
+    def search(self, store, schema, table, qvec, **kw):
+        self.searches.append((table, threading.current_thread().name))
+        return super().search(store, schema, table, qvec, **kw)
+
+
+def test_vector_searches_run_beside_the_lexical_arm_once_per_table(store, minilm):
+    # recall starts every table's vector search on a worker before its lexical arm (QuerySearch.prefetch);
+    # the arm's searches then find them made: one flat search per table, none on the caller's thread.
+    indexes = ThreadNotingIndexes()
+    result = recall(store, ME, "a question asked once, for the prefetch: " + QUESTION,
+                    semantic=SemanticSearch(minilm, indexes=indexes))
+    assert result.degraded is False and result.hits
+    tables = [table for table, _ in indexes.searches]
+    assert tables and len(tables) == len(set(tables))
+    assert all(name.startswith("recallfs-semantic") for _, name in indexes.searches), indexes.searches
+
+
+def test_lexical_hits_are_gated_and_loaded_once_while_the_vector_searches_finish(store, minilm, monkeypatch):
+    import recallfs.query.loading as loading
+
+    loaded: list[int] = []
+    real = loading.load_light
+
+    def noted(store_, schema, table, rids):
+        rids = list(rids)
+        loaded.extend(rids)
+        return real(store_, schema, table, rids)
+
+    question = "a question asked once, for the preload: " + QUESTION
+    monkeypatch.setattr(loading, "load_light", noted)
+    result = recall(store, ME, question, semantic=SemanticSearch(minilm))
+    monkeypatch.undo()
+    assert result.hits and len(loaded) == len(set(loaded))
+    plain = recall(store, ME, question, semantic=SemanticSearch(minilm))
+    assert [(h.id, round(h.score, 6)) for h in result.hits] == [(h.id, round(h.score, 6)) for h in plain.hits]
