@@ -1,0 +1,218 @@
+"""One recall's use of the semantic arm (query/arms.SemanticQuery): the query vector, the nearest
+readable rows of each table, and the floors a neighbour must clear to count as a hit.
+
+recall() starts the embedding and every table's search on worker threads before its lexical arm
+(`start`, `prefetch`); the searches it then makes join them and find their answers made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from recallfs.query.embedder import PendingQuery
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.store import Store
+from recallfs.query.vectors import ModelMismatchError, StoredModel, mismatch_message
+from recallfs.ranking.calibration import semantic_score, similarity_z
+
+if TYPE_CHECKING:
+    from recallfs.query.semantic import SemanticSearch
+
+# Below this cosine a neighbour is noise whatever the collection: without a floor the arm would
+# return its `limit` nearest rows for any query at all (padding). MiniLM puts unrelated sentences at
+# 0..0.2 and the paraphrases in tests/semantic_data.py at 0.32..0.62.
+MIN_COSINE = 0.2
+# A neighbour must also stand out from the query's similarity to the partition's other memories:
+# z = (cos - mean) / sd over a sample of readable rows. In fusion only clear standouts take part
+# (about the top 0.5% of a normal background), so a data set on which this arm is the weaker one
+# cannot bury the lexical arm's hits under near-misses, while a paraphrase lexical cannot see still
+# comes through. Alone, the arm keeps everything above the top ~2%. Measured on LoCoMo; the rationale
+# and figures are in developer-notes/semantic-arm.md.
+FUSED_MIN_Z = 2.5
+ALONE_MIN_Z = 2.0
+# Calibrated fusion needs a background even in a partition too small to sample one (under
+# BACKGROUND_MIN rows): MiniLM's typical similarity between unrelated memories, as measured on the
+# demo set's partitions (mean 0.05..0.2, sd 0.07..0.13).
+PRIOR_MEAN, PRIOR_SD = 0.1, 0.1
+# Where a recall's vector searches run while its lexical work goes on (QuerySearch.prefetch): FAISS and
+# torch release the GIL, so on two cores the query embedding and the scans overlap the BM25 arm.
+# A few threads, so that concurrent recalls in the daemon do not queue behind one another's scans.
+_PREFETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-semantic")
+NearestKey = tuple[int, str, str, str, str, int]
+
+
+@dataclass(slots=True)
+class SemanticHit:
+    rid: int
+    score: float  # cosine mapped to 0..1
+
+
+class QuerySearch:
+    """One recall's searches for one query text (query/arms.SemanticQuery). The first search that needs
+    the query's embedding computes it under the arm's budget, and the handle keeps it for the other
+    tables and for the ranking stages."""
+
+    __slots__ = ("_failure", "_nearest", "_pending", "_prefetch", "_vector", "arm", "cosines", "text")
+
+    def __init__(self, arm: SemanticSearch, text: str) -> None:
+        self.arm = arm
+        self.text = text
+        self._vector: np.ndarray | None = None
+        self._pending: PendingQuery | None = None  # the embedding start() began, until vector() joins it
+        self.cosines: dict[int, float] = {}  # rid -> the query's cosine, for every row a search scored
+        # (store, schema, table, where, params, limit) -> the index's answer: rank fusion's relevance
+        # (arms.calibrated_evidence) asks each table again with the same arguments
+        self._nearest: dict[NearestKey, list[tuple[int, float]]] = {}
+        self._prefetch: Future[None] | None = None  # the searches prefetch() began, until a search joins them
+        self._failure: BaseException | None = None  # why the query embedding failed (vector() raises it again)
+
+    def start(self) -> None:
+        """Begin the query embedding now, on the embedder's query worker, so that it runs while recall
+        does its lexical work; vector() joins it with the same budget and errors (PendingQuery)."""
+        embedder = self.arm.embedder
+        if self._vector is None and self._pending is None and self.arm.enabled and embedder is not None:
+            self._pending = embedder.start_query(self.text)
+
+    def prefetch(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
+        """Start, on a worker thread, what every table's search will ask first: the query embedding,
+        then each table's nearest readable rows. recall() calls it before its lexical arm; the searches
+        join it (_join) and find their answers made. A failure here is left for the search that joins
+        to meet again and report (a timed-out embedding is not waited for twice)."""
+        if self._prefetch is None and self.arm.enabled and self.arm.embedder is not None:
+            self._prefetch = _PREFETCH.submit(self._search_all, store, schema, where, list(params), limit)
+
+    def _search_all(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
+        try:
+            for table in MEMORY_TABLES:
+                ready = self._ready(store, schema, table)
+                if ready is not None:
+                    self.nearest(store, schema, table, ready[1], where, params, limit, ready[0])
+        except Exception:  # the joining search repeats the step, and reports what failed
+            pass
+
+    def _join(self) -> None:
+        """Wait for prefetch()'s searches (they finish within the embedding budget, or fail)."""
+        job, self._prefetch = self._prefetch, None
+        if job is not None:
+            job.result()
+
+    def vector(self) -> np.ndarray | None:
+        self._join()
+        return self._embedded()
+
+    def _embedded(self) -> np.ndarray | None:
+        """The query vector, computed (or joined) on first use; the worker's searches call this one."""
+        if self._failure is not None:
+            raise self._failure
+        if self._vector is None and self.arm.embedder is not None:
+            pending, self._pending = self._pending, None
+            try:
+                if pending is not None:
+                    self._vector = pending.result(self.arm.budget_ms)
+                else:
+                    self._vector = self.arm.embedder.embed_query(self.text, budget_ms=self.arm.budget_ms)
+            except Exception as exc:
+                self._failure = exc
+                raise
+        return self._vector
+
+    def search(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
+    ) -> list[int]:
+        return [h.rid for h in self.search_scored(store, schema, table, where, params, limit, alone=alone)]
+
+    def search_scored(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, alone: bool = False,
+    ) -> list[SemanticHit]:
+        """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (the
+        looser standout floor applies). Raises TimeoutError when the query embedding overruns the
+        budget, VectorError when the stored vectors do not fit the model."""
+        self._join()
+        ready = self._ready(store, schema, table)
+        if ready is None:
+            return []
+        stored, qvec = ready
+        arm = self.arm
+        found = self.nearest(store, schema, table, qvec, where, params, limit, stored)
+        found = [(rid, score) for rid, score in found if score >= arm.min_score]
+        if not found:
+            return []
+        background = arm.background(store, schema, stored, where, params, qvec)
+        if background is not None:
+            mean, sd = background
+            floor = (mean + (ALONE_MIN_Z if alone else arm.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
+            found = [(rid, score) for rid, score in found if score >= floor]
+        self.cosines.update((rid, 2.0 * score - 1.0) for rid, score in found)
+        return [SemanticHit(rid, score) for rid, score in found]
+
+    def search_calibrated(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+        *, also: Sequence[int] = (),
+    ) -> dict[int, float]:
+        """For calibrated fusion: {rid: score in 0..1} (ranking/calibration.semantic_score) of the nearest
+        `limit` readable rows that clear the cosine floor and stand out from the background at all
+        (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
+        already authorized) that clear it. Raises as search_scored() does."""
+        self._join()
+        ready = self._ready(store, schema, table)
+        if ready is None:
+            return {}
+        stored, qvec = ready
+        arm = self.arm
+        mean, sd = arm.background(store, schema, stored, where, params, qvec) or (PRIOR_MEAN, PRIOR_SD)
+        found = self.nearest(store, schema, table, qvec, where, params, limit, stored)
+        cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
+        cosines.update(self._cosines(store, schema, table, [rid for rid in also if rid not in cosines], qvec))
+        floor = 2.0 * arm.min_score - 1.0  # the cosine floor, back on the -1..1 scale
+        out: dict[int, float] = {}
+        for rid, cosine in cosines.items():
+            calibrated = semantic_score(similarity_z(cosine, mean, sd))
+            if cosine >= floor and calibrated > 0:
+                out[rid] = calibrated
+                self.cosines[rid] = cosine
+        return out
+
+    def nearest(
+        self, store: Store, schema: str, table: str, qvec: np.ndarray, where: str, params: list[object], limit: int,
+        stored: StoredModel,
+    ) -> list[tuple[int, float]]:
+        """[(rid, cos01)] of the `limit` nearest readable rows (VectorIndexes.search), once per handle."""
+        key: NearestKey = (id(store), schema, table, where, repr(params), limit)
+        found = self._nearest.get(key)
+        if found is None:
+            found = self._nearest[key] = self.arm.indexes.search(
+                store, schema, table, qvec, where=where, params=params, limit=limit, stored=stored)
+        return found
+
+    def _cosines(self, store: Store, schema: str, table: str, rids: list[int], qvec: np.ndarray) -> dict[int, float]:
+        """The query's cosine to these rows' stored vectors (rows without one are absent)."""
+        if not rids:
+            return {}
+        vectors = self.arm.indexes.stored_vectors(store, schema, {table: rids}) or {}
+        return {rid: float(np.dot(vec, qvec)) for rid, vec in vectors.items()}
+
+    def _ready(self, store: Store, schema: str, table: str) -> tuple[StoredModel, np.ndarray] | None:
+        """(stored model, query vector), or None when this table has nothing to search. Embeds first:
+        it is the part that can time out, and it tells us the model's identity."""
+        arm = self.arm
+        if not arm.enabled or arm.embedder is None:
+            return None
+        stored = arm.indexes.stored(store)
+        if stored is None:
+            arm.require_vectors(store, schema, table)
+            return None
+        qvec = self._embedded()
+        assert qvec is not None  # an enabled arm has an embedder
+        if stored.model != arm.embedder.model_id or stored.dim != len(qvec):
+            raise ModelMismatchError(mismatch_message(stored, arm.embedder.model_id, len(qvec)))
+        if arm.indexes.index_for(store, schema, table, stored).ntotal == 0:
+            arm.require_vectors(store, schema, table)
+            return None
+        return stored, qvec
