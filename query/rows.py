@@ -16,6 +16,7 @@ from typing import Any
 
 from recallfs.query.caches import LruCache
 from recallfs.query.derived import store_state
+from recallfs.query.hot_rows import HotRows
 from recallfs.query.readable import Row
 from recallfs.query.store import Store
 
@@ -34,6 +35,7 @@ LOAD_CHUNK = 4000  # rids per statement; keeps the SQL text bounded
 # table (about 20 ms at 100k rows), while successive recalls keep meeting the same candidates.
 _ROWS: LruCache[tuple[int, str, str, int], tuple[Any, ...]] = LruCache(20_000)
 _LIGHT: LruCache[tuple[int, str, str, int], tuple[Any, ...]] = LruCache(20_000)
+_HOT = HotRows(LIGHT_COLUMNS)
 
 
 def load_rows(store: Store, schema: str, table: str, rids: Iterable[int], *, cache: bool = True) -> dict[int, Row]:
@@ -44,8 +46,13 @@ def load_rows(store: Store, schema: str, table: str, rids: Iterable[int], *, cac
 
 
 def load_light(store: Store, schema: str, table: str, rids: Iterable[int]) -> dict[int, Row]:
-    """Like load_rows, with LIGHT_COLUMNS only: what ranking reads of every candidate (phase one)."""
-    return _load(store, schema, table, rids, LIGHT_COLUMNS, _LIGHT, put=True)
+    """Like load_rows, with LIGHT_COLUMNS only: what ranking reads of every candidate (phase one). Served
+    from the table's columns in memory (query/hot_rows.py), else fetched and kept in the per-row LRU."""
+    held, missing = _HOT.lookup(store, schema, table, rids)
+    out = {rid: _row(table, LIGHT_COLUMNS, values) for rid, values in held.items()}
+    if missing:
+        out.update(_load(store, schema, table, missing, LIGHT_COLUMNS, _LIGHT, put=True))
+    return out
 
 
 def full_rows_held(store: Store) -> set[tuple[str, str, int]]:

@@ -43,6 +43,7 @@ PRIOR_MEAN, PRIOR_SD = 0.1, 0.1
 # torch release the GIL, so on two cores the query embedding and the scans overlap the BM25 arm.
 # A few threads, so that concurrent recalls in the daemon do not queue behind one another's scans.
 _PREFETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-semantic")
+_SCANS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-semantic-scan")
 NearestKey = tuple[int, str, str, str, str, int]
 
 
@@ -87,13 +88,26 @@ class QuerySearch:
             self._prefetch = _PREFETCH.submit(self._search_all, store, schema, where, list(params), limit)
 
     def _search_all(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
+        """The embedding, then every table's search: the smaller tables on their own threads (_SCANS,
+        whose tasks never wait on anything), the last and largest one here."""
         try:
-            for table in MEMORY_TABLES:
-                ready = self._ready(store, schema, table)
-                if ready is not None:
-                    self.nearest(store, schema, table, ready[1], where, params, limit, ready[0])
+            self._embedded()
+        except Exception:  # the joining search meets it again (vector() raises the same failure)
+            return
+        *others, last = MEMORY_TABLES
+        rest = [_SCANS.submit(self._search_table, store, schema, t, where, params, limit) for t in others]
+        self._search_table(store, schema, last, where, params, limit)
+        for job in rest:
+            job.result()
+
+    def _search_table(self, store: Store, schema: str, table: str, where: str, params: list[object],
+                      limit: int) -> None:
+        try:
+            ready = self._ready(store, schema, table)
+            if ready is not None:
+                self.nearest(store, schema, table, ready[1], where, params, limit, ready[0])
         except Exception:  # the joining search repeats the step, and reports what failed
-            pass
+            return
 
     def _join(self) -> None:
         """Wait for prefetch()'s searches (they finish within the embedding budget, or fail)."""
