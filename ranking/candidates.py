@@ -53,8 +53,7 @@ class Candidate:
 
     def sort_key(self) -> tuple[float, float, str, int]:
         """Deterministic order: score descending, then newest, then id, then row id."""
-        ts = _timestamp(self.created_at) if self.created_at else float("-inf")
-        return (-round(self.score, _SCORE_DIGITS), -ts, self.id, self.rid)
+        return _order_key(self)
 
 
 @lru_cache(maxsize=65_536)
@@ -64,9 +63,19 @@ def _timestamp(when: datetime) -> float:
     return when.timestamp()
 
 
+def _order_key(c: Candidate) -> tuple[float, float, str, int]:
+    # A plain function over the fields: recall sorts some 500 candidates about ten times, and the
+    # method call this replaced was a quarter of the cost of each sort.
+    when = c.created_at
+    return (-round(c.score, _SCORE_DIGITS), -_timestamp(when) if when else _NEWEST_LAST, c.id, c.rid)
+
+
+_NEWEST_LAST = float("inf")  # no date sorts after every dated candidate of the same score
+
+
 def ordered(cands: list[Candidate]) -> list[Candidate]:
     """The tie-break stage: score descending, then newest, then id (then rid, so it is total)."""
-    return sorted(cands, key=Candidate.sort_key)
+    return sorted(cands, key=_order_key)
 
 
 def absorb(keeper: Candidate, other: Candidate) -> None:
