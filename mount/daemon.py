@@ -145,7 +145,10 @@ def _semantic_arm(settings: Settings) -> Any:
     try:
         from recallfs.query.semantic import SemanticSearch
 
-        return SemanticSearch.from_settings(settings)
+        arm = SemanticSearch.from_settings(settings)
+        if arm.embedder is not None:
+            arm.embedder.serve_queries()  # a long-lived process: trace the query graph once loaded
+        return arm
     except Exception:
         log.exception("the semantic arm could not be set up; recall runs lexically")
         return None

@@ -266,6 +266,7 @@ class Embedder:
         self._encoder: Encoder | None = None
         # One query through a frozen copy of the loaded model (query/query_encoder.py); None: the stock path
         self._query_fast: Callable[[str], np.ndarray] | None = None
+        self._serves_queries = False  # serve_queries() was called: trace the query graph once loaded
         self._dim: int | None = dim
         self._state = "idle"  # idle -> loading -> ready | missing | error
         self._problem = ""
@@ -337,7 +338,6 @@ class Embedder:
         model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
         if self.device == "cpu":
             model = onednn_linears(model)
-            self._query_fast = traced_query_encoder(model)
         dim = int(model.get_embedding_dimension() or 0)
         # One encode warms the kernels, so the first real query meets its budget.
         probe = np.asarray(model.encode(["warm up"], batch_size=1, show_progress_bar=False,
@@ -350,6 +350,33 @@ class Embedder:
         self._model_id = model_id
         self._state = "ready"
         self._loaded.set()
+        if self._serves_queries:
+            self._trace_queries()
+
+    def serve_queries(self) -> None:
+        """This process embeds many queries (the daemon, an eval run): once the model is loaded, trace
+        its query graph (query/query_encoder.py) on a background thread, and take that path when it is
+        ready. A one-off CLI recall or an ingest does not call this: the ~2 s of tracing would cost
+        them more than it saves."""
+        with self._lock:
+            first, self._serves_queries = not self._serves_queries, True
+        if first and self._state == "ready":
+            self._trace_queries()
+
+    @property
+    def query_path(self) -> str:
+        """How a query is embedded now: "traced" (serve_queries' frozen graph) or "stock"."""
+        return "traced" if self._query_fast is not None else "stock"
+
+    def _trace_queries(self) -> None:
+        encoder = self._encoder
+        if self.device != "cpu" or encoder is None or not hasattr(encoder, "forward"):
+            return  # an injected encoder (tests) or a GPU model: the stock path
+
+        def trace() -> None:
+            self._query_fast = traced_query_encoder(encoder)
+
+        threading.Thread(target=trace, name="recallfs-trace-query", daemon=True).start()
 
     def _fail(self, state: str, problem: str) -> None:
         self._state, self._problem = state, problem

@@ -3,10 +3,12 @@ graph; and the stock path for a model of another shape. Real model, no stand-ins
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
-from recallfs.query.embedder import default_model_path
+from recallfs.query.embedder import Embedder, default_model_path
 from recallfs.query.query_encoder import AGREE, traced_query_encoder
 
 # Lengths from two word pieces to past the model's 256, scripts, and text a query may carry.
@@ -23,11 +25,29 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("text", QUERIES)
-def test_query_vectors_are_the_models_own(minilm, text):
+def _traced(minilm):
+    """The shared embedder, serving queries as the daemon's does (serve_queries), its trace done."""
     if minilm.device != "cpu":
         pytest.skip("the traced query path is used on CPU only")
-    assert minilm._query_fast is not None  # the packaged model is the plain shape: the fast path is on
+    minilm.serve_queries()
+    deadline = time.monotonic() + 120
+    while minilm.query_path != "traced" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return minilm
+
+
+def test_an_embedder_that_serves_no_queries_keeps_the_stock_path():
+    # ingest and a one-off CLI recall load the model without serve_queries: no ~2 s trace for them
+    emb = Embedder()
+    assert emb.wait_ready(300)
+    time.sleep(0.5)
+    assert emb.query_path == "stock"
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_query_vectors_are_the_models_own(minilm, text):
+    minilm = _traced(minilm)
+    assert minilm.query_path == "traced"  # the packaged model is the plain shape: the fast path is on
     stock = minilm._encode([text], batch_size=1)[0]
     got = minilm._encode_query(text)
     assert got.dtype == np.float32 and got.shape == stock.shape
