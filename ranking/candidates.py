@@ -67,10 +67,16 @@ def _order_key(c: Candidate) -> tuple[float, float, str, int]:
     # A plain function over the fields: recall sorts some 500 candidates about ten times, and the
     # method call this replaced was a quarter of the cost of each sort.
     when = c.created_at
-    return (-round(c.score, _SCORE_DIGITS), -_timestamp(when) if when else _NEWEST_LAST, c.id, c.rid)
+    # round(x, 12) formats the float through its decimal digits (most of a key's cost); scaling and
+    # rounding to an integer quantizes as finely, in a tenth of the time
+    scaled = c.score * _SCALE
+    rank = -round(scaled) if -_FINITE < scaled < _FINITE else -scaled  # inf and nan cannot be rounded
+    return (rank, -_timestamp(when) if when else _NEWEST_LAST, c.id, c.rid)
 
 
 _NEWEST_LAST = float("inf")  # no date sorts after every dated candidate of the same score
+_SCALE = 10.0**_SCORE_DIGITS
+_FINITE = 2.0**62
 
 
 def ordered(cands: list[Candidate]) -> list[Candidate]:
