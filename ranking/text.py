@@ -47,6 +47,7 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
+@lru_cache(maxsize=65_536)  # words recur across texts far more than texts recur across queries
 def stem(word: str) -> str:
     """A light, conservative suffix strip ("deployed" -> "deploy", "notes" -> "note"): two words
     that stem alike are one word; ones that do not are kept apart, which is the safe side."""
