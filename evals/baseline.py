@@ -68,6 +68,12 @@ def figures(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def harness_arms(section_arms: list[str]) -> list[str]:
+    """The harness's arm names that re-run a section's rows (its `plain_*` rows come from `plain`)."""
+    names = [a for a in section_arms if not a.startswith("plain_")]
+    return names + (["plain"] if len(names) < len(section_arms) else [])
+
+
 def load(path: Path = BASELINE_PATH) -> dict[str, Any]:
     if not path.exists():
         return {}
