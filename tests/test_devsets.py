@@ -198,3 +198,22 @@ def test_cli_dev_set_markdown_and_errors(dev_dir: Path, tmp_path: Path, lexical_
     ):
         proc = run_cli("eval", *args, env=lexical_only)
         assert proc.returncode == 1 and message in proc.stderr, (args, proc.stderr)
+
+
+def test_dataset_all_reports_a_missing_set_and_goes_on(dev_dir: Path, tmp_path: Path, lexical_only: dict[str, str],
+                                                       monkeypatch: pytest.MonkeyPatch):
+    import argparse
+    import shutil
+
+    shutil.rmtree(dev_dir / "realmem")
+    monkeypatch.setattr(devsets, "DEV", dev_dir)
+    monkeypatch.setattr(harness, "ALL_SETS", ("realmem", "madial"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    args = argparse.Namespace(dataset="all", data=None, store=None, every=None, limit=None, personas=None,
+                              arm="lexical", ablate=False, write_baseline=None)
+    report = harness._run_all(args)
+    assert report["sets"]["realmem"]["available"] is False
+    assert "realmem data not found" in report["sets"]["realmem"]["reason"]
+    assert report["sets"]["madial"]["arms"]["lexical"]["available"]
+    text = harness.markdown_all(report)
+    assert "### realmem\n\nunavailable: realmem data not found" in text and "### madial" in text
