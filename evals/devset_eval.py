@@ -90,6 +90,13 @@ def store_label(name: str, personas: int | None) -> str:
     return f"{name}_p{personas}" if personas else name
 
 
+def key_files(files: list[Path]) -> list[Path]:
+    """What a dev set's cached store is keyed on beside the code store_cache hashes: its data files and
+    the adapter that turns them into records (evals/devsets.py is not under query/, yet decides what
+    the store holds: a change there must build a fresh store, not reuse one of the old records)."""
+    return [*files, Path(devsets.__file__)]
+
+
 def setup_dev(name: str, *, base: Path | None, store: Path | None, every: int | None, limit: int | None,
               personas: int | None) -> tuple[EvalSetup, Store]:
     """Read the set in place, build or reuse its eval store, resolve its questions (store open read-only)."""
@@ -105,7 +112,7 @@ def setup_dev(name: str, *, base: Path | None, store: Path | None, every: int | 
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise EvalError(f"{name}: cannot read the data under {base}: {exc}") from None
     label = store_label(name, personas if name == "realmem" else None)
-    store_path = store.expanduser() if store else default_store_path(label, files)
+    store_path = store.expanduser() if store else default_store_path(label, key_files(files))
     try:
         action = ensure_store(store_path, lambda: records(dev), refresh=store is not None)
         if action == "built" and store is None:

@@ -217,3 +217,18 @@ def test_dataset_all_reports_a_missing_set_and_goes_on(dev_dir: Path, tmp_path: 
     assert report["sets"]["madial"]["arms"]["lexical"]["available"]
     text = harness.markdown_all(report)
     assert "### realmem\n\nunavailable: realmem data not found" in text and "### madial" in text
+
+
+def test_a_dev_store_is_keyed_on_its_adapter_too(dev_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # The adapter decides what the store holds (session times, workspaces): editing it must not reuse a
+    # store of the old records.
+    from recallfs.evals.store_cache import store_key
+
+    files = devsets.data_files("madial", dev_dir)
+    assert Path(devsets.__file__) in devset_eval.key_files(files)
+    adapter = tmp_path / "devsets.py"
+    adapter.write_text(Path(devsets.__file__).read_text("utf-8"), "utf-8")
+    monkeypatch.setattr(devsets, "__file__", str(adapter))
+    before = store_key(devset_eval.key_files(files))
+    adapter.write_text(adapter.read_text("utf-8") + "\n# a change\n", "utf-8")
+    assert store_key(devset_eval.key_files(files)) != before
