@@ -570,7 +570,10 @@ def _run_all(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def markdown_all(report: dict[str, Any]) -> str:
-    parts = []
+    """Every set's ranker at its unit in one table (evals/summary.py), then each set's own tables."""
+    from recallfs.evals.summary import table
+
+    parts = [table(report["sets"])]
     for name, sub in report["sets"].items():
         body = markdown(sub) if sub.get("available", True) else f"unavailable: {sub['reason']}\n"
         parts.append(f"### {name}\n\n{body}")
