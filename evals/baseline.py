@@ -6,7 +6,13 @@ Sections:
 - `full`: every LoCoMo question, for the README (not re-run by the tests: it takes minutes);
 - `demo`: the bundled sample's hand-written queries, enforced by tests/test_eval_demo.py;
 - `currentness`: the currentness set (current@1, stale_above_current and source-level figures),
-  enforced by tests/test_eval_currentness.py.
+  enforced by tests/test_eval_currentness.py;
+- `realmem_ci`: RealMem's first persona (its own small store), every question, enforced by
+  tests/test_eval_baseline.py; `realmem`: every persona, for the README (not re-run by the tests);
+- `madial`, `mtbenchplus`: every question of each (small sets), enforced by tests/test_eval_baseline.py.
+
+Every section keeps the plain reference's rows (`plain_bm25`, `plain_cosine`, `plain_rrf`) beside the
+arms when the run had them; they are guarded like the arms (they move only when the data or store does).
 
 Refresh one with `recallfs eval --dataset locomo --write-baseline ci` (or `full`, or
 `--dataset demo --write-baseline demo`), and say in the commit why the figures moved.
@@ -21,12 +27,16 @@ from typing import Any
 
 BASELINE_PATH = Path(__file__).resolve().parent / "baseline.json"
 TOLERANCE = 0.005
-SECTION_DATASET = {"ci": "locomo", "full": "locomo", "demo": "demo", "currentness": "currentness"}
-LEVELS = ("turn", "session", "source", "currentness")
+SECTION_DATASET = {"ci": "locomo", "full": "locomo", "demo": "demo", "currentness": "currentness",
+                   "realmem": "realmem", "realmem_ci": "realmem", "madial": "madial", "mtbenchplus": "mtbenchplus"}
+# The subset a section is written from (and re-run on); sections not named here take every question.
+SECTION_SUBSET: dict[str, dict[str, int]] = {"ci": {"every": 10}, "realmem_ci": {"personas": 1}}
+LEVELS = ("turn", "session", "memory", "source", "currentness")
 LOWER_IS_BETTER = frozenset({"stale_above_current"})  # a figure that must not rise
 
 
-def section_problem(section: str, dataset: str, every: int | None, limit: int | None, ablate: bool) -> str | None:
+def section_problem(section: str, dataset: str, every: int | None, limit: int | None, ablate: bool,
+                    personas: int | None = None) -> str | None:
     """Why this run cannot write that section (None when it can)."""
     if section not in SECTION_DATASET:
         return f"unknown baseline section {section!r}; use one of {', '.join(SECTION_DATASET)}"
@@ -34,8 +44,8 @@ def section_problem(section: str, dataset: str, every: int | None, limit: int | 
         return f"the {section!r} baseline section is written by --dataset {SECTION_DATASET[section]}"
     if ablate:
         return "--write-baseline records the arm comparison, not an ablation"
-    if limit is not None or every is not None:
-        return "--write-baseline picks the question set itself: leave out --limit and --every"
+    if limit is not None or every is not None or personas is not None:
+        return "--write-baseline picks the question set itself: leave out --limit, --every and --personas"
     return None
 
 
@@ -58,6 +68,12 @@ def figures(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def harness_arms(section_arms: list[str]) -> list[str]:
+    """The harness's arm names that re-run a section's rows (its `plain_*` rows come from `plain`)."""
+    names = [a for a in section_arms if not a.startswith("plain_")]
+    return names + (["plain"] if len(names) < len(section_arms) else [])
+
+
 def load(path: Path = BASELINE_PATH) -> dict[str, Any]:
     if not path.exists():
         return {}
@@ -70,9 +86,12 @@ def write_section(section: str, report: Mapping[str, Any], path: Path = BASELINE
     data["tolerance"] = data.get("tolerance", TOLERANCE)
     data["refresh"] = ("recallfs eval --dataset locomo --write-baseline ci|full; "
                        "recallfs eval --dataset demo --write-baseline demo; "
-                       "recallfs eval --dataset currentness --write-baseline currentness")
+                       "recallfs eval --dataset currentness --write-baseline currentness; "
+                       "recallfs eval --dataset realmem --write-baseline realmem_ci|realmem; "
+                       "recallfs eval --dataset madial --write-baseline madial; "
+                       "recallfs eval --dataset mtbenchplus --write-baseline mtbenchplus")
     data[section] = figures(report)
-    ordered = {k: data[k] for k in ("tolerance", "refresh", "ci", "full", "demo", "currentness") if k in data}
+    ordered = {k: data[k] for k in ("tolerance", "refresh", *SECTION_DATASET) if k in data}
     path.write_text(json.dumps(ordered, indent=2) + "\n", encoding="utf-8")
     return path
 

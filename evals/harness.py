@@ -22,17 +22,20 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from recallfs.evals import baseline as baseline_mod
 from recallfs.evals import datasets, metrics, relevance
+from recallfs.evals.devsets import DEVSETS
 from recallfs.evals.relevance import HitRef
 from recallfs.evals.semantic_probe import load_semantic
 from recallfs.evals.store_cache import default_store_path, ensure_store, prune_cache
 from recallfs.evals.variants import ARM_VARIANTS, Variant, ablations, describe, unsupported_keywords, uses_semantic
 from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall import SemanticArm, recall
 from recallfs.query.results import RecallResult
 from recallfs.query.settings import Settings
@@ -45,7 +48,8 @@ from recallfs.scope.principal import Principal
 DEPTH = 1000
 EVAL_AGENT = "eval"
 ALL_TABLES = "all_tables"
-CI_EVERY = 10  # the committed CI subset: every 10th scored question of each conversation (~200)
+PLAIN = "plain"  # the plain reference's three rows (evals/plain_reference.py), asked for as one arm
+CI_EVERY = baseline_mod.SECTION_SUBSET["ci"]["every"]  # the LoCoMo CI subset: every 10th question (~200)
 RELEVANCE_NOTE = {
     "turn": "relevant units are the question's evidence turns; a turn hit counts for itself, a fact hit for "
             "the turns in its refs (provenance), a summary hit for nothing",
@@ -71,6 +75,7 @@ class Question:
     query: str
     relevant: dict[str, frozenset[str]]  # level -> relevant units
     category: str | None = None
+    until: datetime | None = None  # the question's haystack ends here (RealMem: before its own session)
 
 
 UnitFn = Callable[[HitRef, Question], list[str]]
@@ -84,6 +89,7 @@ class Prepared:
     questions: list[Question]
     levels: dict[str, UnitFn]
     evidence: dict[str, Any]
+    relevance: dict[str, str] | None = None  # level -> how hits count (default: RELEVANCE_NOTE)
 
 
 # -- preparing questions --------------------------------------------------------------------------
@@ -242,6 +248,13 @@ def by_category(questions: list[Question], per_question: list[dict[str, dict[str
     }
 
 
+def with_until(options: RecallOptions | None, until: datetime | None) -> RecallOptions | None:
+    """A variant's options with the question's haystack end added (RealMem's sessions before its own)."""
+    if until is None:
+        return options
+    return replace(options, until=until) if options is not None else RecallOptions(until=until)
+
+
 def run_variant(
     store: Store, prepared: Prepared, variant: Variant, *, semantic: SemanticArm | None,
     settings: Settings, progress: Callable[[], None] | None = None,
@@ -249,13 +262,15 @@ def run_variant(
     """Every question through recall() with this variant's keywords; the aggregated figures."""
     base = {"k": DEPTH, "candidates": settings.candidates, "rrf_k": settings.rrf_k, "fusion": settings.fusion}
     kwargs = {**base, **variant}
+    options = kwargs.pop("options", None)
     per_question = []
     current_scores: list[dict[str, float]] = []
     degraded: Counter[str] = Counter()
     notes: Counter[str] = Counter()
     t0 = time.perf_counter()
     for q in prepared.questions:
-        result = recall(store, q.principal, q.query, semantic=semantic, **kwargs)
+        result = recall(store, q.principal, q.query, semantic=semantic, options=with_until(options, q.until),
+                        **kwargs)
         if uses_semantic(variant) and result.degraded:
             degraded[str(result.degraded_reason)] += 1
         for note in result.notes:
@@ -337,9 +352,16 @@ def _prepare(dataset: str, opened: Store, raw: Any, every: int | None, limit: in
 
 
 def setup(dataset: str, *, data: Path | None = None, store: Path | None = None,
-          every: int | None = None, limit: int | None = None) -> tuple[EvalSetup, Store]:
-    """Find the data, build or reuse the eval store, resolve the questions. The store is open (read-only)."""
+          every: int | None = None, limit: int | None = None, personas: int | None = None,
+          ) -> tuple[EvalSetup, Store]:
+    """Find the data, build or reuse the eval store, resolve the questions. The store is open (read-only).
+    The memory_dev sets (`data`: their directory; `personas`: RealMem's first N) are in devset_eval.py."""
     from recallfs.query.ingest import IngestError
+
+    if dataset in DEVSETS:
+        from recallfs.evals.devset_eval import setup_dev
+
+        return setup_dev(dataset, base=data, store=store, every=every, limit=limit, personas=personas)
 
     data, data_files, queries = _data_files(dataset, data)
     store_path = store.expanduser() if store else default_store_path(dataset, data_files)
@@ -371,6 +393,15 @@ def compare_arms(store: Store, prepared: Prepared, arms: list[str], settings: Se
                  semantic: SemanticArm | None, semantic_reason: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in arms:
+        if name == PLAIN:
+            from recallfs.evals.reference_run import run_reference
+
+            tick, close = _progress_bar(len(prepared.questions), name)
+            try:
+                out.update(run_reference(store, prepared, semantic, semantic_reason, progress=tick))
+            finally:
+                close()
+            continue
         variant = ARM_VARIANTS[name]
         if uses_semantic(variant) and semantic is None:
             out[name] = {"available": False, "reason": semantic_reason}
@@ -414,21 +445,26 @@ def ablate(store: Store, prepared: Prepared, variants: dict[str, Variant], setti
     return {"rows": rows, "skipped": skipped}
 
 
+def relevance_notes(prepared: Prepared) -> dict[str, str]:
+    notes = prepared.relevance or {k: v for k, v in RELEVANCE_NOTE.items() if k in prepared.levels}
+    return {**notes, "ranking": RELEVANCE_NOTE["ranking"]}
+
+
 def evaluate(
     dataset: str, *, data: Path | None = None, store: Path | None = None, every: int | None = None,
     limit: int | None = None, arms: list[str] | None = None, ablation: dict[str, Variant] | None = None,
     settings: Settings | None = None, semantic: SemanticArm | None = None,
-    probe_semantic: bool = True,
+    probe_semantic: bool = True, personas: int | None = None,
 ) -> dict[str, Any]:
     """The whole eval as a JSON-ready report (what `recallfs eval` prints)."""
     from recallfs.query import settings as settings_mod
 
     cfg = settings if settings is not None else settings_mod.resolve()
-    arms = arms or list(ARM_VARIANTS)
-    info, opened = setup(dataset, data=data, store=store, every=every, limit=limit)
+    arms = arms or [*ARM_VARIANTS, PLAIN]
+    info, opened = setup(dataset, data=data, store=store, every=every, limit=limit, personas=personas)
     try:
         reason: str | None = None
-        wants_semantic = ablation is not None or any(uses_semantic(ARM_VARIANTS[a]) for a in arms)
+        wants_semantic = ablation is not None or any(a == PLAIN or uses_semantic(ARM_VARIANTS[a]) for a in arms)
         if semantic is None and wants_semantic:
             if probe_semantic:
                 semantic, reason = load_semantic(cfg)
@@ -439,11 +475,11 @@ def evaluate(
             "data": [str(p) for p in info.data_files],
             "store": str(info.store_path),
             "store_action": info.store_action,
-            "subset": {"every": every, "limit_per_workspace": limit},
+            "subset": {"every": every, "limit_per_workspace": limit, **({"personas": personas} if personas else {})},
             "depth": DEPTH,
             "questions": len(info.prepared.questions),
             "evidence": info.prepared.evidence,
-            "relevance": {k: v for k, v in RELEVANCE_NOTE.items() if k in info.prepared.levels or k == "ranking"},
+            "relevance": relevance_notes(info.prepared),
         }
         if ablation is not None:
             report["ablation"] = ablate(opened, info.prepared, ablation, cfg, semantic, reason)
@@ -473,14 +509,14 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(", ".join(f"{m} {figs[m]:.3f}" for m in metrics.CURRENTNESS_METRICS) + "\n")
             lines.append("| level | scope | R@1 | R@5 | R@10 | MRR | nDCG@10 |")
             lines.append("|---|---|---|---|---|---|---|")
-            for level in ("turn", "session", "source"):
+            for level in ("turn", "session", "memory", "source"):
                 for scope, figs in (res.get(level) or {}).items():
                     if figs is None:
                         continue
                     lines.append(f"| {level} | {scope} | " + " | ".join(_fmt(figs[m]) for m in metrics.METRICS) + " |")
             lines.append("")
     if "ablation" in report:
-        levels = [lvl for lvl in ("turn", "session", "source") if report["ablation"]["rows"]
+        levels = [lvl for lvl in ("turn", "session", "memory", "source") if report["ablation"]["rows"]
                   and lvl in report["ablation"]["rows"][0]]
         head = " | ".join(f"{lvl} {m}" for lvl in levels for m in ("R@5", "R@10", "MRR", "nDCG@10"))
         current = bool(report["ablation"]["rows"]) and "currentness" in report["ablation"]["rows"][0]
@@ -497,32 +533,69 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+ALL_SETS = ("locomo", "demo", "realmem", "madial", "mtbenchplus")  # what --dataset all runs, in order
+
+
+def _cli_problem(args: argparse.Namespace) -> str | None:
+    for name, value in (("--limit", args.limit), ("--every", args.every), ("--personas", args.personas)):
+        if value is not None and value < 1:
+            return f"{name} must be at least 1"
+    if args.personas is not None and args.dataset != "realmem":
+        return "--personas is for --dataset realmem"
+    if args.dataset == "all" and (args.write_baseline or args.store or args.data):
+        return "--dataset all runs every set on its own data and store: leave out --write-baseline, --store, --data"
+    if args.write_baseline:
+        return baseline_mod.section_problem(args.write_baseline, args.dataset, args.every, args.limit,
+                                            bool(args.ablate), args.personas)
+    return None
+
+
+def _run_one(dataset: str, args: argparse.Namespace) -> dict[str, Any]:
+    subset_of = baseline_mod.SECTION_SUBSET.get(args.write_baseline or "", {})
+    return evaluate(dataset, data=args.data, store=Path(args.store) if args.store else None,
+                    every=subset_of.get("every", args.every), limit=args.limit,
+                    personas=subset_of.get("personas", args.personas),
+                    arms=[args.arm] if args.arm else None, ablation=ablations() if args.ablate else None)
+
+
+def _run_all(args: argparse.Namespace) -> dict[str, Any]:
+    """Every set in turn; a set whose data is missing here is reported so, not an error."""
+    sets: dict[str, Any] = {}
+    for dataset in ALL_SETS:
+        try:
+            sets[dataset] = _run_one(dataset, args)
+        except (EvalError, datasets.DatasetError) as exc:
+            sets[dataset] = {"dataset": dataset, "available": False, "reason": str(exc)}
+    return {"dataset": "all", "sets": sets}
+
+
+def markdown_all(report: dict[str, Any]) -> str:
+    """Every set's ranker at its unit in one table (evals/summary.py), then each set's own tables."""
+    from recallfs.evals.summary import table
+
+    parts = [table(report["sets"])]
+    for name, sub in report["sets"].items():
+        body = markdown(sub) if sub.get("available", True) else f"unavailable: {sub['reason']}\n"
+        parts.append(f"### {name}\n\n{body}")
+    return "\n".join(parts)
+
+
 def run_cli(args: argparse.Namespace) -> int:
     """`recallfs eval`: prints the report as JSON (or markdown); 0 on success, 1 on an error."""
-    section, every, limit, ablate = args.write_baseline, args.every, args.limit, bool(args.ablate)
-    for name, value in (("--limit", limit), ("--every", every)):
-        if value is not None and value < 1:
-            print(f"recallfs eval: {name} must be at least 1", file=sys.stderr)
-            return 1
-    if section:
-        problem = baseline_mod.section_problem(section, args.dataset, every, limit, ablate)
-        if problem:
-            print(f"recallfs eval: {problem}", file=sys.stderr)
-            return 1
-        if section == "ci":
-            every = CI_EVERY
-    arms = [args.arm] if args.arm else None
+    problem = _cli_problem(args)
+    if problem:
+        print(f"recallfs eval: {problem}", file=sys.stderr)
+        return 1
     try:
-        report = evaluate(args.dataset, data=args.data, store=Path(args.store) if args.store else None,
-                          every=every, limit=limit, arms=arms, ablation=ablations() if ablate else None)
+        report = _run_all(args) if args.dataset == "all" else _run_one(args.dataset, args)
     except (EvalError, datasets.DatasetError) as exc:
         print(f"recallfs eval: {exc}", file=sys.stderr)
         return 1
-    if section:
-        path = baseline_mod.write_section(section, report)
-        print(f"recallfs eval: wrote the {section!r} figures to {path}", file=sys.stderr)
+    if args.write_baseline:
+        path = baseline_mod.write_section(args.write_baseline, report)
+        print(f"recallfs eval: wrote the {args.write_baseline!r} figures to {path}", file=sys.stderr)
     if args.format == "markdown":
-        sys.stdout.write(markdown(report))
+        sys.stdout.write(markdown_all(report) if args.dataset == "all" else markdown(report))
     else:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")

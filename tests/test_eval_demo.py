@@ -28,7 +28,7 @@ def test_demo_queries_keep_the_baseline():
     assert "demo" in committed, "evals/baseline.json has no demo section: run recallfs eval --dataset demo " \
         "--write-baseline demo"
     demo = committed["demo"]
-    report = harness.evaluate("demo", arms=list(demo["arms"]))
+    report = harness.evaluate("demo", arms=baseline.harness_arms(list(demo["arms"])))
     problems = baseline.regressions(demo["arms"], baseline.figures(report)["arms"],
                                     committed.get("tolerance", baseline.TOLERANCE))
     assert not problems, "demo recall quality dropped below evals/baseline.json:\n" + "\n".join(problems)

@@ -98,9 +98,9 @@ def test_second_run_reuses_the_store(sample: Path, tmp_path: Path, lexical_only:
 def test_unavailable_semantic_arm_is_reported_not_fatal(sample: Path, tmp_path: Path, lexical_only: dict[str, str]):
     # RECALLFS_SEMANTIC=false: the arm reports degraded "off", as it does without a model
     report = harness.evaluate("locomo", data=sample, store=tmp_path / "eval.duckdb")
-    assert list(report["arms"]) == list(ARM_VARIANTS)
-    assert report["arms"]["lexical"]["available"]
-    for arm in ("semantic", "fused"):
+    assert list(report["arms"]) == [*ARM_VARIANTS, "plain_bm25", "plain_cosine", "plain_rrf"]
+    assert report["arms"]["lexical"]["available"] and report["arms"]["plain_bm25"]["available"]
+    for arm in ("semantic", "fused", "plain_cosine", "plain_rrf"):
         assert report["arms"][arm]["available"] is False
         assert "'off'" in report["arms"][arm]["reason"] or "not built" in report["arms"][arm]["reason"]
 

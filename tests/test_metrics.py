@@ -297,3 +297,12 @@ def test_unsupported_keywords(variant, fn, missing):
 def test_describe_variant_is_json_safe():
     assert describe({"arm": "fused", "options": RecallOptions(budget=512)}) == {
         "arm": "fused", "options": {"budget": 512}}
+
+
+@pytest.mark.parametrize("arms, expected", [
+    (["lexical", "semantic", "fused"], ["lexical", "semantic", "fused"]),
+    (["lexical", "fused", "plain_bm25", "plain_cosine", "plain_rrf"], ["lexical", "fused", "plain"]),
+    (["plain_bm25"], ["plain"]),
+])
+def test_harness_arms_of_a_section(arms, expected):
+    assert baseline.harness_arms(arms) == expected
