@@ -14,6 +14,7 @@ above HOT_MAX_ROWS are not held; their rows take the per-row path.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,9 @@ from recallfs.query.derived import store_state
 from recallfs.query.store import Store
 
 HOT_MAX_ROWS = 250_000  # per table: above it, the table's rows are loaded per recall (query/rows.py)
+# All tables held together (every open store and partition): past it the least recently used table
+# goes, so a process that opens many stores or serves many workspaces stays bounded (~100 MB).
+HOT_TOTAL_ROWS = 300_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +42,15 @@ class _Columns:
 class HotRows:
     """Columns of every row, per (open store, schema, table); thread-safe, replaced whole when extended."""
 
-    def __init__(self, columns: tuple[str, ...], max_rows: int = HOT_MAX_ROWS) -> None:
+    def __init__(self, columns: tuple[str, ...], max_rows: int = HOT_MAX_ROWS,
+                 total_rows: int = HOT_TOTAL_ROWS) -> None:
         assert columns[0] == "rid"
         self.columns = columns
         self.max_rows = max_rows
+        self.total_rows = total_rows
         self._lock = threading.Lock()
-        self._tables: dict[tuple[int, str, str], _Columns | None] = {}  # None: too large to hold
+        # least recently used first; None: too large to hold
+        self._tables: OrderedDict[tuple[int, str, str], _Columns | None] = OrderedDict()
 
     def lookup(self, store: Store, schema: str, table: str, rids: Iterable[int]) -> tuple[dict[int, tuple[Any, ...]],
                                                                                         list[int]]:
@@ -66,6 +73,8 @@ class HotRows:
         key = (store_state(store)[0], schema, table)
         with self._lock:
             cols = self._tables.get(key, _UNREAD)
+            if key in self._tables:
+                self._tables.move_to_end(key)
         if cols is None or (isinstance(cols, _Columns) and cols.upto >= top):
             return cols
         with self._lock:  # one reader extends; the others wait for it rather than scan as well
@@ -74,7 +83,24 @@ class HotRows:
                 return cols
             cols = self._extended(store, schema, table, cols if isinstance(cols, _Columns) else None)
             self._tables[key] = cols
+            self._tables.move_to_end(key)
+            self._evict(keep=key)
             return cols
+
+    def _evict(self, keep: tuple[int, str, str]) -> None:
+        """Drop the least recently used tables until the rows held fit total_rows (never `keep`)."""
+        held = sum(len(c.rids) for c in self._tables.values() if c is not None)
+        for key in list(self._tables):
+            if held <= self.total_rows:
+                return
+            cols = self._tables[key]
+            if key != keep and cols is not None:
+                del self._tables[key]
+                held -= len(cols.rids)
+
+    def tables_held(self) -> int:
+        with self._lock:
+            return sum(1 for c in self._tables.values() if c is not None)
 
     def _extended(self, store: Store, schema: str, table: str, old: _Columns | None) -> _Columns | None:
         cur = store.cursor()

@@ -104,3 +104,15 @@ class _NoCache:
 
     def put(self, key, value):
         pass
+
+
+def test_tables_past_the_total_go_least_recently_used_first(store):
+    schema = store.schema_for(ME)
+    facts, turns = _all_rids(store, schema, "facts"), _all_rids(store, schema, "turns")
+    hot = HotRows(LIGHT_COLUMNS, total_rows=len(facts) + len(turns) - 1)  # one table fits, not both
+    hot.lookup(store, schema, "facts", facts)
+    assert hot.tables_held() == 1
+    held, _ = hot.lookup(store, schema, "turns", turns)
+    assert hot.tables_held() == 1 and len(held) == len(turns)  # facts went; the table asked for stays
+    held, missing = hot.lookup(store, schema, "facts", facts)
+    assert not missing and held == _from_duckdb(store, schema, "facts", facts)  # read again when asked
