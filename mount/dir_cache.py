@@ -65,8 +65,10 @@ class Directories:
         self._triggers: dict[ListingKey, int] = {}  # a batch's middle sibling -> the next batch's size
         self.batches_waited = 0  # batches a request had to wait for (each one stalls a walk)
         self.batches_ahead = 0  # batches built ahead of a walk
+        self.rows_rendered = 0  # memory versions rendered by listings and lookups (each once a generation)
 
     def install_rows(self, rows: dict[ContentKey, bytes]) -> None:
+        self.rows_rendered += len(rows)
         for key, data in rows.items():
             self.content.put(key, data)
 

@@ -255,4 +255,4 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
             {"inodes": len(self.inodes), "content_cache_bytes": content.weight, "content_cache_hits": content.hits,
              "content_cache_misses": content.misses, "listings_cached": len(self.cache.listings),
              "listings_in_kernel": len(self.inodes.listed), "listing_batches_waited": self.cache.batches_waited,
-             "listing_batches_ahead": self.cache.batches_ahead})
+             "listing_batches_ahead": self.cache.batches_ahead, "rows_rendered": self.cache.rows_rendered})
