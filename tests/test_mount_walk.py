@@ -73,3 +73,14 @@ def test_a_cold_walk_renders_each_version_once(mounted: Mount) -> None:
         f"facts/{name}", f"facts/by-kind/fact/{name}", f"facts/by-tag/t3/{name}", f"history/{fact_id}/v1.md")}
     assert len(same) == 1
     assert after["unexpected_errors"] == 0
+
+
+def test_a_cold_walk_leaves_the_cyclic_collector_almost_idle(mounted: Mount) -> None:
+    """The daemon's objects are long-lived and freed by reference counting: with CPython's default
+    thresholds a cold walk ran hundreds of young collections, and full ones that scan every inode and
+    listing (mount/daemon.py GC_THRESHOLDS). Counted, not timed."""
+    before = mounted.mount_info()["detail"]["gc_collections"]
+    _walk(mounted)
+    after = mounted.mount_info()["detail"]["gc_collections"]
+    young, _middle, full = (a - b for a, b in zip(after, before, strict=True))
+    assert young <= 20 and full == 0, (before, after)
