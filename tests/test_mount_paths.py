@@ -88,6 +88,16 @@ def test_names_outside_the_grammar(path: str) -> None:
     assert resolve(tuple(path.split("/"))) is None
 
 
+def test_a_speaker_is_slugged_once() -> None:
+    from recallfs.mount import names
+
+    turn_name(1, "Speaker Seen Once")
+    before = names._speaker_slug.cache_info().hits
+    assert [turn_name(i, "Speaker Seen Once") for i in (2, 3)] == ["0002-speaker-seen-once.md",
+                                                                    "0003-speaker-seen-once.md"]
+    assert names._speaker_slug.cache_info().hits - before == 2
+
+
 def test_every_route_starts_with_a_fixed_name() -> None:
     """What makes `candidates` exact: a route can only match a path that starts with its first name."""
     assert all(route.pattern[0] not in paths.PLACEHOLDERS for route in paths.ROUTES if route.pattern)
