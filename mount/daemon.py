@@ -14,6 +14,7 @@ Exit codes: 0 mounted / clean unmount; 1 an error explained on stderr or in the 
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -138,6 +139,22 @@ def _limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
+# Container allocations between two young collections of the cyclic collector (CPython's default: 700).
+# The daemon keeps millions of long-lived objects (inodes, listings, the catalog's rows): with the
+# default, a cold `find` of the 100k bench store spent 9.0 of its 35 s in the collector (6,636 young, 603
+# middle and 22 full collections); with these, 1.9 s (80, 4, 1). Reference counting frees all else as
+# before; only garbage in cycles waits a little longer.
+GC_THRESHOLDS = (50_000, 20, 10)
+
+
+def _tune_gc() -> None:
+    """Called once set up, before serving: what start-up made (modules, the store, the operations) lives
+    as long as the daemon, so no full collection needs to scan it again (`gc.freeze`)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def _semantic_arm(settings: Settings) -> Any:
     """The semantic arm, loading its model in the background; None when unavailable (recall degrades)."""
     if not settings.semantic:
@@ -219,6 +236,7 @@ def serve(config: MountConfig) -> int:
         ready.fail(f"cannot mount {mountpoint}: {exc}")
         return 1
     control = _record(config, ops, sock_path)
+    _tune_gc()
     code = 0
     try:
         trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}")

@@ -47,6 +47,11 @@ def listing_key(kind: Kind, params: dict[str, Any]) -> ListingKey:
     return (kind, freeze(params))
 
 
+def sibling_key(kind: Kind, name: str, value: Any) -> ListingKey:
+    """listing_key(kind, {name: value}), without the dict (a window looks at thousands of siblings)."""
+    return (kind, ((name, value),) if isinstance(value, str | int) else ())
+
+
 class Directories:
     def __init__(self, browser: Browser, inodes: InodeTable, *, run: Blocking,
                  token: Callable[[], Token], status: Callable[[], dict[str, Any]],
@@ -65,8 +70,10 @@ class Directories:
         self._triggers: dict[ListingKey, int] = {}  # a batch's middle sibling -> the next batch's size
         self.batches_waited = 0  # batches a request had to wait for (each one stalls a walk)
         self.batches_ahead = 0  # batches built ahead of a walk
+        self.rows_rendered = 0  # memory versions rendered by listings and lookups (each once a generation)
 
     def install_rows(self, rows: dict[ContentKey, bytes]) -> None:
+        self.rows_rendered += len(rows)
         for key, data in rows.items():
             self.content.put(key, data)
 
@@ -182,10 +189,10 @@ class Directories:
             value = entry.params.get(field_name)
             if value is None:
                 continue
-            sibling = listing_key(kind, {field_name: value})
+            sibling = sibling_key(kind, field_name, value)
             if sibling in self._batching:
                 continue  # another batch is already building it
-            cached = self.listings.get(sibling)
+            cached = self.listings.peek(sibling)
             if cached is None or cached[0] != token:
                 values.append(str(value))
         return values

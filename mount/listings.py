@@ -1,8 +1,9 @@
 """What each directory of the mount lists, built from the catalog (query/catalog.py).
 
 Runs in worker threads (every listing may load content). A listing of a directory that holds memories
-renders each of them, so a file's size is known before it is read; the rendered bytes go with the
-listing (`Listing.rows`) for the trio thread's content cache. Listings of more than `max_rows` entries
+renders each of them that no listing of this generation rendered yet (mount/known_files.py), so a file's
+size is known before it is read; the rendered bytes go with the listing (`Listing.rows`) for the trio
+thread's content cache. Listings of more than `max_rows` entries
 are cut, and say so in `_truncated.md`.
 """
 
@@ -12,7 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from recallfs.mount import render
-from recallfs.mount.entries import INDEX_DEP, Content, ContentKey, Entry, Listing, blob, directory
+from recallfs.mount.entries import INDEX_DEP, ContentKey, Entry, Listing, blob, directory
+from recallfs.mount.known_files import Known, KnownFiles
 from recallfs.mount.names import disambiguate, encode_value, fact_name, turn_name, version_name
 from recallfs.mount.paths import KINDS, TRUNCATED_NAME, Kind
 from recallfs.query.catalog import Catalog
@@ -23,12 +25,6 @@ Batch = list[tuple[Kind, dict[str, Any], Listing]]
 
 
 # -- entries from rows (pure) --------------------------------------------------------------------------
-def row_content(row: Row) -> tuple[Content, bytes]:
-    """The lineage is part of the key: a version's front matter changes when a newer one replaces it."""
-    data = render.render_memory(row)
-    return Content(("row", row["table"], int(row["rid"]), row.get("lineage")), len(data)), data
-
-
 def finish(entries: list[Entry], rows: dict[ContentKey, bytes], truncated: tuple[int, int] | None,
            where: str) -> Listing:
     entries.sort(key=lambda e: e.name)
@@ -39,14 +35,12 @@ def finish(entries: list[Entry], rows: dict[ContentKey, bytes], truncated: tuple
     return Listing(entries, rows, truncated)
 
 
-def fact_entries(rows: Sequence[Row], out: dict[ContentKey, bytes]) -> list[Entry]:
-    entries = []
-    for row in rows:
-        content, data = row_content(row)
-        out[content.key] = data
-        entries.append(Entry(fact_name(row["content"], row["id"]), Kind.FACT,
-                             content=content, mtime=row["created_at"], deps=frozenset({("id", row["id"])})))
-    return entries
+def fact_entries(catalog: Catalog, cat: Readable, metas: Sequence[Meta], out: dict[ContentKey, bytes]
+                 ) -> list[Entry]:
+    """The files of these current facts; those no listing of this generation rendered yet are loaded and
+    rendered (their bytes into `out`)."""
+    return [Entry(known.name, Kind.FACT, content=known.content, mtime=m.created_at, deps=frozenset({("id", m.id)}))
+            for m, known in KnownFiles(cat).load(catalog, metas, out)]
 
 
 def entity_entry(entity: str, rows: Sequence[Row]) -> Entry:
@@ -84,35 +78,37 @@ def turn_names(rows: Sequence[Row]) -> list[str]:
     return names
 
 
-def turns_listing(session: str, rows: list[Row], max_rows: int) -> Listing:
+def turns_listing(session: str, rows: list[Row], max_rows: int, files: KnownFiles) -> Listing:
     truncated = (max_rows, len(rows)) if len(rows) > max_rows else None
     out: dict[ContentKey, bytes] = {}
     entries = []
     deps = frozenset({("session", session)})
     names = turn_names(rows)  # names first, so a cut listing keeps the names of the full one
     for row, name in list(zip(rows, names, strict=True))[-max_rows:]:
-        content, data = row_content(row)
-        out[content.key] = data
+        content = files.of_row(row, out).content
         entries.append(Entry(name, Kind.TURN, content=content, mtime=row["created_at"], deps=deps))
     return finish(entries, out, truncated, f"sessions/{session}/turns/")
 
 
-def versions_listing(mem_id: str, found: list[Row]) -> Listing:
-    tables = {r["table"] for r in found}
-    out: dict[ContentKey, bytes] = {}
+def versions_listing(mem_id: str, found: Sequence[tuple[Meta, Known]], rows: dict[ContentKey, bytes]) -> Listing:
+    """history/<id>/: one file per readable version; `rows`: the bytes of those rendered for it."""
+    tables = {m.table for m, _ in found}
     entries = []
     taken: set[str] = set()
-    for row in sorted(found, key=lambda r: (r["version"], r["rid"])):
-        name = version_name(row["version"], row["table"] if len(tables) > 1 else None)
+    for meta, known in sorted(found, key=lambda f: (f[0].version, f[0].rid)):
+        name = version_name(meta.version, meta.table if len(tables) > 1 else None)
         if name in taken:  # two rows with one (id, version): keep both visible
-            name = disambiguate(name, str(row["rid"]))
+            name = disambiguate(name, str(meta.rid))
         taken.add(name)
-        content, data = row_content(row)
-        out[content.key] = data
         # deps: a newer version (or a link to another memory) changes this one's front matter
-        entries.append(Entry(name, Kind.VERSION, content=content, mtime=row["created_at"],
+        entries.append(Entry(name, Kind.VERSION, content=known.content, mtime=meta.created_at,
                              deps=frozenset({("id", mem_id)})))
-    return finish(entries, out, None, f"history/{mem_id}/")
+    return finish(entries, rows, None, f"history/{mem_id}/")
+
+
+def _own(rendered: dict[ContentKey, bytes], files: Sequence[tuple[Meta, Known]]) -> dict[ContentKey, bytes]:
+    """The bytes among `rendered` (a batch's renders) that belong to these files."""
+    return {known.content.key: rendered[known.content.key] for _, known in files if known.content.key in rendered}
 
 
 # -- listings from the catalog ---------------------------------------------------------------------------
@@ -134,7 +130,7 @@ class Listings:
     def _facts_of(self, cat: Readable, metas: list[Meta], where: str, extra: Iterable[Entry] = ()) -> Listing:
         shown, truncated = self._cap(metas)
         out: dict[ContentKey, bytes] = {}
-        entries = fact_entries(self.catalog.load_metas(cat, shown), out) + list(extra)
+        entries = fact_entries(self.catalog, cat, shown, out) + list(extra)
         return finish(entries, out, truncated, where)
 
     def _value_dirs(self, values: Iterable[str], kind: Kind, key: str, where: str) -> Listing:
@@ -195,6 +191,7 @@ class Listings:
     def session_listings(self, cat: Readable, sessions: Sequence[str]) -> dict[str, tuple[Listing, Listing]]:
         """sessions/<s>/ and sessions/<s>/turns/ for many sessions, with one content load."""
         groups = cat.sessions()
+        files = KnownFiles(cat)
         wanted = [m for s in sessions for table in ("summaries", "turns") for m in groups.get(s, {}).get(table, [])]
         rows: dict[str, dict[str, list[Row]]] = {s: {"summaries": [], "turns": []} for s in sessions}
         for row in self.catalog.load_metas(cat, wanted):
@@ -204,16 +201,19 @@ class Listings:
             for group in by_table.values():
                 group.sort(key=lambda r: (r["seq"] if r["seq"] is not None else -1, r["created_at"], r["rid"]))
             out[session] = (session_listing(session, by_table["summaries"], by_table["turns"]),
-                            turns_listing(session, by_table["turns"], self.max_rows))
+                            turns_listing(session, by_table["turns"], self.max_rows, files))
         return out
 
     def version_listings(self, cat: Readable, ids: Sequence[str]) -> dict[str, Listing]:
         """history/<id>/ for many ids, with one content load."""
         groups = cat.history_ids()
-        found: dict[str, list[Row]] = {i: [] for i in ids}
-        for row in self.catalog.load_metas(cat, [m for i in ids for m in groups.get(i, [])], current_only=False):
-            found[row["id"]].append(row)
-        return {mem_id: versions_listing(mem_id, rows) for mem_id, rows in found.items()}
+        rendered: dict[ContentKey, bytes] = {}
+        found: dict[str, list[tuple[Meta, Known]]] = {i: [] for i in ids}
+        metas = [m for i in ids for m in groups.get(i, [])]
+        for meta, known in KnownFiles(cat).load(self.catalog, metas, rendered, current_only=False):
+            found[meta.id].append((meta, known))
+        return {mem_id: versions_listing(mem_id, versions, _own(rendered, versions))
+                for mem_id, versions in found.items()}
 
     def batch(self, cat: Readable | None, kind: Kind, values: Sequence[str]) -> Batch:
         """The listings of many sibling directories (history/<id>/, sessions/<s>/ and their turns/) with

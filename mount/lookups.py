@@ -53,7 +53,7 @@ class Lookups:
         elif parent_kind is Kind.TAG:
             metas = [m for m in metas if parent_params["tag"] in m.tags]
         out: dict[ContentKey, bytes] = {}
-        for entry in fact_entries(self.catalog.load_metas(cat, metas[:1]), out):
+        for entry in fact_entries(self.catalog, cat, metas[:1], out):
             if entry.name == name:  # only the canonical name: one file, one name
                 return entry, out
         raise NotFound(name)

@@ -5,6 +5,7 @@ Pure functions, tested from tables. A name is at most NAME_MAX (255) bytes and n
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -126,7 +127,13 @@ def parse_fact_name(name: str) -> str | None:
 
 
 def turn_name(seq: int | None, speaker: str | None) -> str:
-    return f"{(seq or 0):04d}-{slug(speaker or '', 24, fallback='turn')}.md"
+    return f"{(seq or 0):04d}-{_speaker_slug(speaker or '')}.md"
+
+
+@functools.lru_cache(maxsize=4096)
+def _speaker_slug(speaker: str) -> str:
+    """A session's few speakers name all its turns: a cold walk names ~90k turns (100k bench store)."""
+    return slug(speaker, 24, fallback="turn")
 
 
 def version_name(version: int, table: str | None = None) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import gc
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -255,4 +256,5 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
             {"inodes": len(self.inodes), "content_cache_bytes": content.weight, "content_cache_hits": content.hits,
              "content_cache_misses": content.misses, "listings_cached": len(self.cache.listings),
              "listings_in_kernel": len(self.inodes.listed), "listing_batches_waited": self.cache.batches_waited,
-             "listing_batches_ahead": self.cache.batches_ahead})
+             "listing_batches_ahead": self.cache.batches_ahead, "rows_rendered": self.cache.rows_rendered,
+             "gc_collections": [generation["collections"] for generation in gc.get_stats()]})

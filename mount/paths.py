@@ -232,6 +232,27 @@ def _match_route(route: Route, parts: tuple[str, ...]) -> Params | None:
     return params
 
 
+def _by_head(routes: tuple[Route, ...]) -> dict[tuple[int, str], tuple[Route, ...]]:
+    """Routes by (length, first component), in their order. Every route but the root's starts with a
+    fixed name, so only the routes of one bucket can match a path (tests/test_mount_paths.py)."""
+    heads: dict[tuple[int, str], list[Route]] = {}
+    for route in routes:
+        if route.pattern:
+            heads.setdefault((len(route.pattern), route.pattern[0]), []).append(route)
+    return {head: tuple(found) for head, found in heads.items()}
+
+
+_BY_HEAD = _by_head(ROUTES)
+
+
+def candidates(parts: tuple[str, ...]) -> tuple[Route, ...]:
+    """The routes that may match `parts`: rg and git probe .gitignore, .ignore, .rgignore and .git in every
+    directory, so a lookup should not try all ~30 routes."""
+    if not parts:
+        return ROUTES[:1]
+    return _BY_HEAD.get((len(parts), parts[0]), ())
+
+
 def resolve(parts: tuple[str, ...]) -> Match | None:
     """The node kind a path names, with what the path says about it; None when it names nothing.
 
@@ -242,7 +263,7 @@ def resolve(parts: tuple[str, ...]) -> Match | None:
     if parts and parts[-1] == TRUNCATED_NAME:
         parent = resolve(parts[:-1])
         return Match(Kind.TRUNCATED) if parent is not None and KINDS[parent.kind].truncatable else None
-    for route in ROUTES:
+    for route in candidates(parts):
         params = _match_route(route, parts)
         if params is not None:
             return Match(route.kind, params)

@@ -8,6 +8,7 @@ bytes can be re-rendered after they were dropped from a cache. results.json and 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +26,8 @@ def yaml_scalar(value: Any, *, flow: bool = False) -> str:
     """One YAML value: plain when that reads back as the same string, else a JSON (= YAML) quoted string.
 
     `flow`: inside [...] or {...}, where ':' in a plain scalar is not portable, so such strings are quoted."""
+    if type(value) is str:  # most values; a walk renders the same kinds, agents, sessions, speakers again and again
+        return _text_scalar(value, flow)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -38,7 +41,11 @@ def yaml_scalar(value: Any, *, flow: bool = False) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(
             f"{yaml_scalar(str(k), flow=True)}: {yaml_scalar(v, flow=True)}" for k, v in value.items()) + "}"
-    text = str(value)
+    return _text_scalar(str(value), flow)
+
+
+@functools.lru_cache(maxsize=16384)
+def _text_scalar(text: str, flow: bool) -> str:
     if (
         _PLAIN.fullmatch(text)
         and text == text.strip()

@@ -165,7 +165,7 @@ class Upkeep:
             self.health_digest = digest
             await self.invalidate({INDEX_DEP})
 
-    def health(self, caches: dict[str, int]) -> dict[str, Any]:
+    def health(self, caches: dict[str, Any]) -> dict[str, Any]:
         """The health report of one view, with its own counts: inodes and caches."""
         return {
             "health": self.verdict().as_dict(),

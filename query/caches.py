@@ -45,6 +45,11 @@ class LruCache(Generic[K, V]):
             self._items.move_to_end(key)
             return value
 
+    def peek(self, key: K) -> V | None:
+        """The value, without counting a hit or making it recent (for a look over many keys)."""
+        with self._lock:
+            return self._items.get(key)
+
     def put(self, key: K, value: V) -> None:
         with self._lock:
             old = self._items.pop(key, None)

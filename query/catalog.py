@@ -22,7 +22,7 @@ from recallfs.query.rows import load_rows
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
-META_COLUMNS = ("rid", "id", "session", "kind", "tags", "entity", "created_at", "seq", "speaker")
+META_COLUMNS = ("rid", "id", "session", "kind", "tags", "entity", "created_at", "seq", "speaker", "version")
 RID_CHUNK = 4000  # rids per statement; keeps the SQL text bounded
 
 
@@ -80,12 +80,12 @@ class Catalog:
                 out[table] = frozenset(int(r[0]) for r in cur.execute(
                     f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchall())
             metas = []
-            for rid, mem_id, session, kind, tags, entity, created, seq, speaker in cur.execute(
+            for rid, mem_id, session, kind, tags, entity, created, seq, speaker, version in cur.execute(
                 f"SELECT {', '.join(META_COLUMNS)} FROM {schema}.{table} ORDER BY created_at DESC, rid DESC"
             ).fetchall():
                 if int(rid) in readable[table]:
                     metas.append(Meta(int(rid), table, str(mem_id), session, str(kind), tuple(tags or ()),
-                                      entity, created, seq, speaker))
+                                      entity, created, seq, speaker, int(version)))
             rows[table] = metas
         return Readable(generation, schema, current, readable, rows)
 

@@ -30,6 +30,7 @@ class Meta:
     created_at: datetime
     seq: int | None
     speaker: str | None
+    version: int  # history/<id>/ names a version's file by it
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,17 @@ def test_a_get_makes_an_entry_recent_and_is_counted():
     assert (cache.hits, cache.misses, len(cache)) == (3, 1, 2)
 
 
+def test_a_peek_neither_counts_nor_makes_recent():
+    """The mount's sibling window peeks at thousands of listings: it must not reorder the LRU."""
+    cache: LruCache[str, int] = LruCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert (cache.peek("a"), cache.peek("x")) == (1, None)
+    cache.put("c", 3)  # "a" is still the least recently used
+    assert (cache.peek("a"), cache.peek("b"), cache.peek("c")) == (None, 2, 3)
+    assert (cache.hits, cache.misses) == (0, 0)
+
+
 def test_get_or_compute_computes_once():
     cache: LruCache[str, list[int]] = LruCache(4)
     calls: list[int] = []

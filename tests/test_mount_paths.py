@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from recallfs.mount import paths
 from recallfs.mount.names import (
     NameTooLong,
     decode_query,
@@ -18,7 +19,7 @@ from recallfs.mount.names import (
     turn_name,
     version_name,
 )
-from recallfs.mount.paths import Kind, resolve
+from recallfs.mount.paths import Kind, candidates, resolve
 from recallfs.mount.recall_files import hit_label
 
 ROUTES = [
@@ -85,6 +86,39 @@ def test_route_table(path: str, kind: Kind, params: dict) -> None:
 @pytest.mark.parametrize("path", NOTHING)
 def test_names_outside_the_grammar(path: str) -> None:
     assert resolve(tuple(path.split("/"))) is None
+
+
+def test_a_speaker_is_slugged_once() -> None:
+    from recallfs.mount import names
+
+    turn_name(1, "Speaker Seen Once")
+    before = names._speaker_slug.cache_info().hits
+    assert [turn_name(i, "Speaker Seen Once") for i in (2, 3)] == ["0002-speaker-seen-once.md",
+                                                                    "0003-speaker-seen-once.md"]
+    assert names._speaker_slug.cache_info().hits - before == 2
+
+
+def test_every_route_starts_with_a_fixed_name() -> None:
+    """What makes `candidates` exact: a route can only match a path that starts with its first name."""
+    assert all(route.pattern[0] not in paths.PLACEHOLDERS for route in paths.ROUTES if route.pattern)
+
+
+@pytest.mark.parametrize("path", [p for p, _, _ in ROUTES] + NOTHING)
+def test_candidates_answer_as_every_route_would(path: str) -> None:
+    parts = tuple(path.split("/")) if path else ()
+    if parts and parts[-1] == paths.TRUNCATED_NAME:
+        return  # answered before the routes, by the directory's route
+    first = next((r for r in paths.ROUTES if paths._match_route(r, parts) is not None), None)
+    assert (first.kind if first else None) == (m.kind if (m := resolve(parts)) else None)
+
+
+@pytest.mark.parametrize("probe", [".gitignore", ".ignore", ".rgignore", ".git"])
+def test_a_probe_in_a_walked_directory_tries_one_route(probe: str) -> None:
+    """rg asks every directory for these (a cold walk of the 100k store: 400k lookups); the grammar has
+    about 30 routes."""
+    for parent in (("history", "f-1"), ("sessions", "s", "turns"), ("facts", "by-tag", "t")):
+        assert len(candidates((*parent, probe))) <= 2  # facts/by-kind/<k>/ and by-tag/<t>/ share a head
+        assert resolve((*parent, probe)) is None
 
 
 @pytest.mark.parametrize("path", ["recall/" + "q" * 256, "recall/" + "é" * 128, "facts/" + "x" * 300 + "--f.md"])

@@ -4,6 +4,10 @@ Each such directory lists its memories' files with their sizes, so its listing r
 lists siblings in batches, one content load each. A walk should wait for the first batch only; the next
 ones are built while it lists the current one (mount/dir_cache.py, read-ahead). Counted, not timed: the
 daemon's `listing_batches_waited` (batches a request had to wait for) after a real `find`.
+
+A memory version is a file in several directories (facts/, facts/by-kind/<k>/, facts/by-tag/<t>/,
+history/<id>/; sessions/<s>/turns/ and history/<id>/): a walk renders it once (mount/known_files.py),
+counted by the daemon's `rows_rendered`.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from conftest import fact, turn
 pytestmark = [needs_fuse, pytest.mark.mount]
 FACTS = 1500  # history/ dirs: several times the first batch (mount/dir_cache.py BATCH_WINDOW = 256)
 SESSIONS = 700
-RECORDS = [fact(f"cold-{i}", f"cold walk fact {i} about the osprey ledger {i % 11}") for i in range(FACTS)] + [
+RECORDS = [fact(f"cold-{i}", f"cold walk fact {i} about the osprey ledger {i % 11}", tags=[f"t{i % 5}"])
+           for i in range(FACTS)] + [
     turn(f"2026-08-01-s{i:04d}", 0, "maya", f"session {i} turn about the osprey ledger") for i in range(SESSIONS)]
 
 
@@ -41,3 +46,41 @@ def test_a_cold_walk_waits_for_one_batch_of_each_kind(mounted: Mount) -> None:
     assert waited <= 2, detail
     assert detail["listing_batches_ahead"] >= 2, detail
     assert detail["unexpected_errors"] == 0
+
+
+def _walk(mount: Mount) -> list[str]:
+    return subprocess.run(["find", str(mount.path), "-type", "f"], capture_output=True, text=True,
+                          timeout=300, check=True).stdout.splitlines()
+
+
+def test_a_cold_walk_renders_each_version_once(mounted: Mount) -> None:
+    before = mounted.mount_info()["detail"]
+    found = _walk(mounted)
+    detail = mounted.mount_info()["detail"]
+    # 1,500 facts in facts/, by-kind/fact/, by-tag/t<n>/ and history/; 700 turns in turns/ and history/
+    assert detail["rows_rendered"] - before.get("rows_rendered", 0) == FACTS + SESSIONS, detail
+    # Every name of a version reads its bytes from the content cache that its first listing filled.
+    files = [p for p in found if "/recall/" not in p]
+    subprocess.run(["xargs", "-0", "cat"], input="\0".join(files), capture_output=True, text=True, timeout=300,
+                   check=True)
+    after = mounted.mount_info()["detail"]
+    assert after["content_cache_misses"] == detail["content_cache_misses"], after
+    assert after["rows_rendered"] == detail["rows_rendered"]
+    name = next(Path(p).name for p in files if "/facts/by-tag/t3/" in p)
+    fact_id = next(line.split(": ", 1)[1] for line in (mounted.path / "facts" / name).read_text().splitlines()
+                   if line.startswith("id: "))
+    same = {(mounted.path / where).read_bytes() for where in (
+        f"facts/{name}", f"facts/by-kind/fact/{name}", f"facts/by-tag/t3/{name}", f"history/{fact_id}/v1.md")}
+    assert len(same) == 1
+    assert after["unexpected_errors"] == 0
+
+
+def test_a_cold_walk_leaves_the_cyclic_collector_almost_idle(mounted: Mount) -> None:
+    """The daemon's objects are long-lived and freed by reference counting: with CPython's default
+    thresholds a cold walk ran hundreds of young collections, and full ones that scan every inode and
+    listing (mount/daemon.py GC_THRESHOLDS). Counted, not timed."""
+    before = mounted.mount_info()["detail"]["gc_collections"]
+    _walk(mounted)
+    after = mounted.mount_info()["detail"]["gc_collections"]
+    young, _middle, full = (a - b for a, b in zip(after, before, strict=True))
+    assert young <= 20 and full == 0, (before, after)
