@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import numpy.typing as npt
 
 from recallfs.ranking.candidates import Candidate, absorb, ordered
 from recallfs.ranking.provenance import provenance_key
-from recallfs.ranking.similarity import Vector, common_dim, unit_rows
+from recallfs.ranking.similarity import Vector, common_dim
 from recallfs.ranking.stage_config import DEFAULT_THRESHOLD
 from recallfs.ranking.text import content_words, fold
 
@@ -43,8 +44,11 @@ def collapse_near_duplicates(
         groups.place(i)
     out: list[Candidate] = []
     for members in groups.members:
+        if len(members) == 1:  # most groups: the candidate as it came
+            out.append(work[members[0]])
+            continue
         best = sorted((work[i] for i in members), key=provenance_key)
-        keeper = best[0].copy() if len(best) > 1 else best[0]  # only a keeper that absorbs is new
+        keeper = best[0].copy()  # only a keeper that absorbs is new
         for other in best[1:]:
             absorb(keeper, other)
         out.append(keeper)
@@ -65,36 +69,68 @@ def _close_pairs(
     candidates have a usable vector). The cosine matrix is thresholded once: near-duplicates are rare,
     so the per-candidate lists are short and the greedy pass below never touches the matrix again."""
     earlier: list[list[int]] = [[] for _ in work]
-    index, usable_vectors = _usable_rows(work, vectors)
+    index, matrix = _usable_rows(work, vectors)
     if not index:
         return earlier, 0
-    unit = unit_rows(usable_vectors)
-    # The lower triangle of one product (the same values the pairwise test always read); row-major
-    # order lists each row's earlier columns ascending, which is the order seeds were made in.
-    rows, cols = np.nonzero(np.tril(unit @ unit.T >= threshold, -1))
-    for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-        earlier[index[r]].append(index[c])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0  # a zero vector stays zero: similar to nothing
+    unit = matrix / norms
+    rows, cols = _lower_pairs(unit, threshold)
+    if len(index) == len(work):  # every candidate has a vector: positions are candidate indexes
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            earlier[r].append(c)
+    else:
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            earlier[index[r]].append(index[c])
     return earlier, len(index)
 
 
-def _usable_rows(work: list[Candidate], vectors: Mapping[int, Vector] | None) -> tuple[list[int], list[Vector]]:
-    """(indexes of the candidates with a usable vector, those vectors): similarity.usable's test (the
-    common dimension, every value finite), made on one stacked matrix rather than vector by vector."""
+def _lower_pairs(unit: npt.NDArray[np.float32], threshold: float) -> tuple[npt.NDArray[np.intp], ...]:
+    """(rows, cols) of every pair with col < row and cosine >= threshold, in row-major order (each row's
+    earlier columns ascending: the order seeds are made in). Only the lower triangle is wanted, so each
+    band of rows is multiplied by the columns up to its last row: about half the full product's work,
+    which at some 500 candidates is most of this stage."""
+    rows: list[npt.NDArray[np.intp]] = []
+    cols: list[npt.NDArray[np.intp]] = []
+    for start in range(0, len(unit), _BAND):
+        stop = min(start + _BAND, len(unit))
+        r, c = np.nonzero(unit[start:stop] @ unit[:stop].T >= threshold)
+        below = c < r + start  # the diagonal and the band's upper corner are not earlier candidates
+        rows.append(r[below] + start)
+        cols.append(c[below])
+    return np.concatenate(rows), np.concatenate(cols)
+
+
+_BAND = 64  # rows per product: smaller bands waste less above the diagonal, larger ones call BLAS less
+
+
+def _usable_rows(
+    work: list[Candidate], vectors: Mapping[int, Vector] | None
+) -> tuple[list[int], npt.NDArray[np.float32]]:
+    """(indexes of the candidates with a usable vector, those vectors stacked as float32 rows):
+    similarity.usable's test (the common dimension, every value finite), made on one matrix rather
+    than vector by vector."""
     dim = common_dim(vectors)
+    empty = np.zeros((0, 0), dtype=np.float32)
     if not vectors or dim is None:
-        return [], []
+        return [], empty
     index, rows = [], []
     for i, c in enumerate(work):
         vec = vectors.get(c.rid)
-        if vec is not None:
-            arr = np.asarray(vec, dtype=np.float32).ravel()
-            if arr.shape[0] == dim:
-                index.append(i)
-                rows.append(arr)
+        if vec is None:
+            continue
+        arr = vec if isinstance(vec, np.ndarray) else np.asarray(vec, dtype=np.float32)
+        if arr.size == dim:
+            index.append(i)
+            rows.append(arr.reshape(dim))
     if not rows:
-        return [], []
-    finite = [bool(ok) for ok in np.asarray(np.isfinite(np.stack(rows)).all(axis=1)).tolist()]
-    return [i for i, ok in zip(index, finite, strict=True) if ok], [r for r, ok in zip(rows, finite, strict=True) if ok]
+        return [], empty
+    matrix = np.stack(rows).astype(np.float32, copy=False)
+    finite = np.asarray(np.isfinite(matrix).all(axis=1))
+    if finite.all():
+        return index, matrix
+    oks: list[bool] = finite.tolist()
+    return [i for i, ok in zip(index, oks, strict=True) if ok], matrix[finite]
 
 
 class _Groups:
@@ -120,9 +156,9 @@ class _Groups:
 
     def place(self, i: int) -> None:
         """Candidate i joins the earliest (best scored) group it resembles, or seeds a new one."""
-        homes = self._homes(i)
-        if homes:
-            self.members[min(homes)].append(i)
+        home = self._home(i)
+        if home is not None:
+            self.members[home].append(i)
             return
         self.members.append([i])
         group = len(self.members) - 1
@@ -130,14 +166,21 @@ class _Groups:
             self.by_text[self.texts[i]] = group
         self.seed_of[i] = group
 
-    def _homes(self, i: int) -> list[int]:
-        """The groups whose seed has i's folded text, or is close by embedding and claims the same."""
-        homes = []
-        if self.texts[i] and self.texts[i] in self.by_text:
-            homes.append(self.by_text[self.texts[i]])
-        close = (self.seed_of[j] for j in self.earlier[i] if j in self.seed_of)
-        # The earliest close seed that claims the same wins: later ones need no content words.
-        same = next((g for g in close if self.claims(self.members[g][0]) == self.claims(i)), None)
-        if same is not None:
-            homes.append(same)
-        return homes
+    def _home(self, i: int) -> int | None:
+        """The earliest group whose seed has i's folded text, or is close by embedding and claims the
+        same. Close seeds come in seed order, so the first that claims the same is the earliest, and
+        none at or after the text's group can be earlier: content words are computed only up to there."""
+        text = self.texts[i]
+        best = self.by_text.get(text) if text else None
+        mine: frozenset[str] | None = None
+        for j in self.earlier[i]:
+            group = self.seed_of.get(j)
+            if group is None:
+                continue
+            if best is not None and group >= best:
+                break
+            if mine is None:
+                mine = self.claims(i)
+            if self.claims(j) == mine:
+                return group
+        return best

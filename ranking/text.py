@@ -8,6 +8,13 @@ from functools import lru_cache
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+# For ASCII text, \w is exactly [A-Za-z0-9_]: one bytes.translate that lower-cases those and blanks every
+# other byte, then split(), finds the same words as the regex in half the time (the near-duplicate
+# stage splits some 400 candidates per recall at 100k memories).
+_ASCII_WORD_BYTES = bytes(
+    (ch | 0x20 if 65 <= ch <= 90 else ch) if (chr(ch).isalnum() or ch == 95) else 32 for ch in range(128)
+) + bytes(128)
+
 
 def fold(text: str) -> str:
     """Lower-case, accents stripped, runs of whitespace made one space.
@@ -25,6 +32,8 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """Folded words in order (letters, digits and underscore in any script)."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
     return _WORD.findall(fold(text))
 
 
