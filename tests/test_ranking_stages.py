@@ -311,7 +311,7 @@ def test_a_session_the_query_lands_in_twice_outranks_one_it_lands_in_once():
 def test_session_evidence_refuses_a_breadth_outside_0_1():
     from recallfs.ranking.session_evidence import session_evidence
 
-    with pytest.raises(ValueError, match="0..1"):
+    with pytest.raises(ValueError, match=r"0\.\.1"):
         session_evidence([], 0.4, breadth=1.5)
 
 
