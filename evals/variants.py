@@ -58,6 +58,8 @@ def ablations() -> dict[str, Variant]:
                                   session_weight=0.0, collapse=False, recency="off", currentness=False)}
     for weight in (0.2, 0.6):
         rows[f"session evidence at {weight:g}"] = {"arm": "fused", "stages": default.replace(session_weight=weight)}
+    rows["session support from its best hit alone (breadth 0)"] = {
+        "arm": "fused", "stages": default.replace(session_breadth=0.0)}
     rows["budget:1000 with MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000)}
     rows["budget:1000 without MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000),
                                        "stages": default.replace(mmr=False)}

@@ -65,7 +65,9 @@ _STAGE_HELP = {
     "floor_cosine": "a hit only the semantic arm found (no query word in it) must also be this near the "
                     "query (cosine; 0: no such test)",
     "question_weight": "score x this for a turn that only asks (ends in '?'; 1: off)",
-    "session_weight": "session evidence: a hit gains this x the best score among hits of its session (0: off)",
+    "session_weight": "session evidence: a hit gains this x its session's support (0: off)",
+    "session_breadth": "a session's support: its best hit's score, with each of its next 4 hits closing this "
+                       "x its score squared of what is left to 1 (noisy-OR; 0: the best hit alone)",
     "rerank": "rerank by the cosine of the query and the stored embeddings",
     "rerank_mix": "weight of the cosine in the reranked score (0..1)",
     "rerank_budget_ms": "time budget of the reranker; past it the fused order is kept",
@@ -142,6 +144,7 @@ class Settings:
     floor_cosine: float = _stage("floor_cosine")
     question_weight: float = _stage("question_weight")
     session_weight: float = _stage("session_weight")
+    session_breadth: float = _stage("session_breadth")
     rerank: bool = _stage("rerank")
     rerank_mix: float = _stage("rerank_mix")
     rerank_budget_ms: float = _stage("rerank_budget_ms")

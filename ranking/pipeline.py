@@ -110,10 +110,10 @@ def _questions(run: _Run) -> None:
 
 
 def _session(run: _Run) -> None:
-    weight = run.config.session_weight
+    weight, breadth = run.config.session_weight, run.config.session_breadth
     if weight > 0:
-        run.timed("session", lambda: session_evidence(run.out.cands, weight))
-    run.out.stages["session"] = f"on (weight {weight:g})" if weight > 0 else "off"
+        run.timed("session", lambda: session_evidence(run.out.cands, weight, breadth))
+    run.out.stages["session"] = f"on (weight {weight:g}, breadth {breadth:g})" if weight > 0 else "off"
 
 
 def _rerank(run: _Run) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 from recallfs.ranking.recency import DEFAULT_BAND, DEFAULT_HALF_LIFE_DAYS
 
-DEFAULT_SESSION_WEIGHT = 0.4  # ranking/session_evidence.py (kept here so this module needs no stages)
+DEFAULT_SESSION_WEIGHT = 0.6  # ranking/session_evidence.py (kept here so this module needs no stages)
+DEFAULT_SESSION_BREADTH = 1.0  # how much a session's further hits add to its support (0: its best alone)
 DEFAULT_QUESTION_WEIGHT = 0.8  # ranking/questions.py
 
 DEFAULT_LAMBDA = 0.7  # MMR: relevance against diversity under a token budget
@@ -36,6 +37,7 @@ class StageConfig:
     floor_cosine: float = DEFAULT_FLOOR_COSINE  # ... and semantic-only hits less near the query than this
     question_weight: float = DEFAULT_QUESTION_WEIGHT  # score x this for a turn that asks; 1 is off
     session_weight: float = DEFAULT_SESSION_WEIGHT  # session evidence; 0 is off
+    session_breadth: float = DEFAULT_SESSION_BREADTH  # a session's further hits in its support (0..1)
     rerank: bool = False
     rerank_mix: float = 0.5           # weight of the cosine in the blended score
     rerank_budget_ms: float = 50.0    # past this the fused order is kept
@@ -73,6 +75,8 @@ class StageConfig:
             raise ValueError("question_weight must lie in 0..1")
         if not 0.0 <= self.session_weight <= 10.0:
             raise ValueError("session_weight must lie in 0..10")
+        if not 0.0 <= self.session_breadth <= 1.0:
+            raise ValueError("session_breadth must lie in 0..1")
 
     def replace(self, **changes: Any) -> StageConfig:
         return dataclasses.replace(self, **changes)

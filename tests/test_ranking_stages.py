@@ -264,7 +264,7 @@ def test_session_evidence_lifts_a_hit_whose_session_holds_a_stronger_hit():
     strong = _in("s1", cand(1, 0.9))
     supported = _in("s1", cand(2, 0.40))
     lone = _in("s2", cand(3, 0.45))
-    out = session_evidence([strong, supported, lone], 0.2)
+    out = session_evidence([strong, supported, lone], 0.2, breadth=0.0)
     assert rids(out) == [1, 2, 3]  # 0.40 + 0.2 x 0.9 beats 0.45 + 0.2 x 0.45
     assert out[0].score == pytest.approx(0.9)  # the best of a session keeps its score
     assert 0 <= min(c.score for c in out) and max(c.score for c in out) <= 1
@@ -281,6 +281,38 @@ def test_session_evidence_weight_table(weight, expected):
 
     cands = [_in("a", cand(1, 0.48)), _in("b", cand(2, 0.45)), _in("b", cand(3, 0.9))]
     assert rids(session_evidence(cands, weight)) == expected
+
+
+@pytest.mark.parametrize(("scores", "breadth", "support"), [
+    ([], 1.0, 0.0),
+    ([0.6], 1.0, 0.6),                       # one hit: its own score
+    ([0.2, 0.6], 0.0, 0.6),                  # breadth 0: the best hit alone, in any order
+    ([0.6, 0.5], 1.0, 1 - 0.4 * 0.75),       # noisy-OR: the second (0.5, squared 0.25) closes a quarter
+    ([0.6, 0.5], 0.5, 1 - 0.4 * 0.875),      # ... at half strength
+    ([0.6, 0.2], 1.0, 1 - 0.4 * 0.96),       # a weak hit adds little
+    ([1.0, 0.9], 1.0, 1.0),                  # never above 1
+    ([0.5, 0.5, 0.5, 0.5, 0.5], 1.0, 1 - 0.5 * 0.75 ** 4),
+    ([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], 1.0, 1 - 0.5 * 0.75 ** 4),  # past the best and 4 more: nothing
+])
+def test_session_support_table(scores, breadth, support):
+    from recallfs.ranking.session_evidence import session_support
+
+    assert session_support(scores, breadth) == pytest.approx(support)
+
+
+def test_a_session_the_query_lands_in_twice_outranks_one_it_lands_in_once():
+    from recallfs.ranking.session_evidence import session_evidence
+
+    cands = [_in("once", cand(1, 0.60)), _in("twice", cand(2, 0.59)), _in("twice", cand(3, 0.45))]
+    assert rids(session_evidence(cands, 0.6, breadth=0.0)) == [1, 2, 3]  # the best hit alone: 0.60 wins
+    assert rids(session_evidence(cands, 0.6, breadth=1.0)) == [2, 1, 3]
+
+
+def test_session_evidence_refuses_a_breadth_outside_0_1():
+    from recallfs.ranking.session_evidence import session_evidence
+
+    with pytest.raises(ValueError, match=r"0\.\.1"):
+        session_evidence([], 0.4, breadth=1.5)
 
 
 def test_session_evidence_leaves_hits_without_a_session_in_their_order():
