@@ -51,7 +51,7 @@ def load_vectors(
 ) -> tuple[dict[int, np.ndarray] | None, str | None]:
     """Stored embeddings of these (already authorized) rows: (rid -> vector, None), or (None, why).
 
-    Reads the partition's `vectors (rid, tbl, model, embedding FLOAT[d])` table (query/vectors.py),
+    Reads the first window of each row from the partition's `vectors` table (query/vectors.py),
     keeping only the store's current model: a store being re-embedded briefly holds two models'.
     """
     if not rids:
@@ -62,7 +62,7 @@ def load_vectors(
     model = f"(SELECT value FROM main.meta WHERE key = '{META_MODEL}')"
     try:
         table = cur.execute(
-            f"""SELECT rid, embedding FROM {schema}.{VECTORS} WHERE rid IN ({wanted})
+            f"""SELECT rid, embedding FROM {schema}.{VECTORS} WHERE rid IN ({wanted}) AND chunk = 0
                 AND ({model} IS NULL OR model = {model})"""
         ).fetchnumpy()
     except duckdb.CatalogException:
