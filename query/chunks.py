@@ -1,4 +1,5 @@
-"""Windows over a long memory for the semantic arm (issue 14): pure functions, no model.
+"""Windows over a long memory for the semantic arm (issue 14): pure functions, and the one that asks
+a loaded model's tokenizer for the offsets (encoder_windows).
 
 MiniLM reads the first 256 word pieces of a text and drops the rest, so a memory longer than that is
 embedded as overlapping windows of word pieces, each a substring of the memory cut on the tokenizer's
@@ -9,6 +10,7 @@ exactly what they did before). developer-notes/semantic-arm.md has the measureme
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 WINDOW = 254  # word pieces per window: MiniLM's 256 less [CLS] and [SEP]
 STRIDE = 192  # a window starts this many word pieces after the one before (64 overlap)
@@ -42,3 +44,28 @@ def chunk_spans(offsets: Sequence[Span], length: int, window: int = WINDOW, stri
 def chunk_texts(text: str, offsets: Sequence[Span], window: int = WINDOW, stride: int = STRIDE) -> list[str]:
     """The texts of `text`'s windows (chunk_spans), the first one first."""
     return [text[start:end] for start, end in chunk_spans(offsets, len(text), window, stride)]
+
+
+def encoder_windows(encoder: Any, texts: Sequence[str]) -> list[list[str]]:
+    """Each text as the windows `encoder` (a SentenceTransformer) reads whole: one window, the text
+    itself, unless it is longer than the model's input. Scaled to the model's own input length (a
+    model reading 512 word pieces gets 510-piece windows); an encoder without a tokenizer (an injected
+    one) reads each text as one window."""
+    tokenizer = getattr(encoder, "tokenizer", None)
+    limit = int(getattr(encoder, "max_seq_length", 0) or 0)
+    if tokenizer is None or limit <= 2 or not texts:
+        return [[t] for t in texts]
+    window = limit - 2  # [CLS] and [SEP]
+    stride = max(1, window * STRIDE // WINDOW)
+    out = [[t] for t in texts]
+    # A word piece covers at least one character, so only a text longer than a window can need two:
+    # most memories are never tokenized here.
+    longer = [i for i, t in enumerate(texts) if len(t) > window]
+    if not longer:
+        return out
+    # verbose=False: a text longer than the model's input is expected here, not worth a warning
+    spans = tokenizer([texts[i] for i in longer], add_special_tokens=False, return_offsets_mapping=True,
+                      return_attention_mask=False, return_token_type_ids=False, verbose=False)
+    for i, offsets in zip(longer, spans["offset_mapping"], strict=True):
+        out[i] = chunk_texts(texts[i], [(int(a), int(b)) for a, b in offsets], window, stride)
+    return out

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from recallfs.query.chunks import STRIDE, WINDOW, chunk_texts
+from recallfs.query.chunks import encoder_windows
 from recallfs.query.query_encoder import traced_query_encoder
 from recallfs.query.settings import Settings
 
@@ -467,23 +467,8 @@ class Embedder:
         return out[where]
 
     def windows(self, texts: Sequence[str]) -> list[list[str]]:
-        """Each text as the windows the model reads whole (query/chunks.py): one window, the text
-        itself, unless it is longer than the model's input. An encoder without a tokenizer (an
-        injected one) reads each text as one window."""
-        encoder = self._require()
-        tokenizer = getattr(encoder, "tokenizer", None)
-        limit = int(getattr(encoder, "max_seq_length", 0) or 0)
-        if tokenizer is None or limit <= 2 or not texts:
-            return [[t] for t in texts]
-        window = limit - 2  # [CLS] and [SEP]
-        stride = max(1, window * STRIDE // WINDOW)
-        # verbose=False: a text longer than the model's input is expected here, not worth a warning
-        spans = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
-                          return_attention_mask=False, return_token_type_ids=False, verbose=False)
-        out = []
-        for text, offsets in zip(texts, spans["offset_mapping"], strict=True):
-            out.append(chunk_texts(text, [(int(a), int(b)) for a, b in offsets], window, stride))
-        return out
+        """Each text as the windows the model reads whole (query/chunks.encoder_windows)."""
+        return encoder_windows(self._require(), texts)
 
     def embed_query(self, text: str, *, budget_ms: float | None = None) -> np.ndarray:
         """One query vector (shape (d,)). Waits at most `budget_ms`, else raises TimeoutError."""
