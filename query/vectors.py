@@ -95,6 +95,14 @@ def has_vectors_table(cur: Cursor, schema: str) -> bool:
     return bool(row and row[0])
 
 
+def has_chunk_column(cur: Cursor, schema: str) -> bool:
+    """Whether the partition's vectors table has windows (migration v3; a read-only open skips it)."""
+    row = cur.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? AND column_name = 'chunk'",
+        [schema, VECTORS]).fetchone()
+    return bool(row and row[0])
+
+
 def mismatch_message(stored: StoredModel, model_id: str, dim: int) -> str:
     what = (f"{dim}-d vectors, but the stored ones are {stored.dim}-d" if dim != stored.dim
             else "different vectors from the stored ones")
@@ -363,9 +371,10 @@ def _load_vectors(
 ) -> tuple[np.ndarray, np.ndarray]:
     if not has_vectors_table(cur, schema):
         return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    # A store from before windows opened read-only (a mount) is not migrated: one vector per rid.
+    order = "rid, chunk" if has_chunk_column(cur, schema) else "rid"
     res = cur.execute(
-        f"SELECT rid, embedding FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ? "
-        f"ORDER BY rid, chunk",
+        f"SELECT rid, embedding FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ? ORDER BY {order}",
         [table, model, above_rid],
     ).fetchnumpy()
     rids = np.asarray(res["rid"], dtype=np.int64)

@@ -189,3 +189,20 @@ def test_an_old_store_opens_answers_and_an_embed_fills_its_windows(tmp_path, min
         assert ids(recall(s, ME, QUESTION, k=5, arm="semantic", semantic=arm))[:1] == ["s-garden#1"]
     finally:
         s.close()
+
+
+def test_an_old_store_opened_read_only_answers_unmigrated(tmp_path, minilm):
+    """A mount opens its store read-only, which does not migrate: the v2 table is read as it is."""
+    path = tmp_path / "old.duckdb"
+    s = Store(path)
+    ingest(s, tmp_path, [*records(), turn("s-garden", 1, "assistant", long_answer())], minilm)
+    schema = s.schema_for(ME)
+    _downgrade_to_v2(s, schema)
+    s.close()
+    ro = Store(path, read_only=True, create=False)
+    try:
+        arm = SemanticSearch(minilm, indexes=VectorIndexes(persist=False))
+        got = recall(ro, ME, "how often do the tomato seedlings need watering", k=5, arm="fused", semantic=arm)
+        assert got.degraded is False and "s-garden#1" in ids(got)
+    finally:
+        ro.close()
