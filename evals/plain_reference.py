@@ -66,7 +66,9 @@ def _load_vectors(store: Store, schema: str, position: dict[int, int]) -> tuple[
     has_vector = np.zeros(len(position), dtype=bool)
     if not exists or not exists[0]:
         return np.zeros((len(position), 1), dtype=np.float32), has_vector
-    rows = cur.execute(f"SELECT rid, embedding FROM {schema}.vectors").fetchall()
+    # One vector per row, as a plain top-k has: the row's first window (its opening, what the model
+    # reads of a long text without windows: query/chunks.py)
+    rows = cur.execute(f"SELECT rid, embedding FROM {schema}.vectors WHERE chunk = 0").fetchall()
     dim = len(rows[0][1]) if rows else 1
     vectors = np.zeros((len(position), dim), dtype=np.float32)
     for rid, embedding in rows:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from recallfs.query.chunks import encoder_windows
 from recallfs.query.query_encoder import traced_query_encoder
 from recallfs.query.settings import Settings
 
@@ -464,6 +465,10 @@ class Embedder:
         if self._dim is None:
             self._dim = int(out.shape[1])
         return out[where]
+
+    def windows(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text as the windows the model reads whole (query/chunks.encoder_windows)."""
+        return encoder_windows(self._require(), texts)
 
     def embed_query(self, text: str, *, budget_ms: float | None = None) -> np.ndarray:
         """One query vector (shape (d,)). Waits at most `budget_ms`, else raises TimeoutError."""

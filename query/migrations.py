@@ -93,11 +93,46 @@ def _partition_v2(conn: Cursor, schema: str) -> None:
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {schema}.vectors (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL, "
             f"model VARCHAR NOT NULL, embedding FLOAT[{int(row[0])}] NOT NULL)"
-        )
+        )  # the v2 shape: _partition_v3 brings it forward
+
+
+def vectors_columns(dim: int) -> str:
+    """The vectors table (query/vectors.py): one row per window of a memory (query/chunks.py), chunk 0
+    the first; a memory that fits the model's input has chunk 0 only."""
+    return (f"rid BIGINT NOT NULL, chunk SMALLINT NOT NULL, tbl VARCHAR NOT NULL, model VARCHAR NOT NULL, "
+            f"embedding FLOAT[{int(dim)}] NOT NULL, PRIMARY KEY (rid, chunk)")
+
+
+def windows_pending_key(schema: str) -> str:
+    """main.meta key set while a migrated partition's long rows have only their first window."""
+    return f"embed_windows_pending:{schema}"
+
+
+def _partition_v3(conn: Cursor, schema: str) -> None:
+    # Long memories as windows (issue 14): the vectors table gains `chunk`. Its key changes from rid to
+    # (rid, chunk), which DuckDB cannot alter in place, so the table is copied; every stored vector
+    # becomes chunk 0 (the model read only a long memory's opening, which is what chunk 0 is). The
+    # next embed or reindex adds the other windows of long rows (vectors.fill_windows).
+    row = conn.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE schema_name = ? AND table_name = 'vectors' "
+        "AND column_name IN ('rid', 'chunk')", [schema]).fetchone()
+    if row is None or int(row[0]) != 1:
+        return  # no vectors table yet (the first embed creates the new one), or already chunked
+    dim = conn.execute(
+        "SELECT value FROM main.meta WHERE key = 'embed_dim'").fetchone()
+    if dim is None:
+        return
+    conn.execute(f"CREATE TABLE {schema}.vectors_v3 ({vectors_columns(int(dim[0]))})")
+    conn.execute(f"INSERT INTO {schema}.vectors_v3 SELECT rid, 0, tbl, model, embedding FROM {schema}.vectors")
+    moved = conn.execute(f"SELECT count(*) FROM {schema}.vectors_v3").fetchone()
+    conn.execute(f"DROP TABLE {schema}.vectors")
+    conn.execute(f"ALTER TABLE {schema}.vectors_v3 RENAME TO vectors")
+    if moved and int(moved[0]):
+        conn.execute("INSERT OR REPLACE INTO main.meta VALUES (?, 'pending')", [windows_pending_key(schema)])
 
 
 STORE_MIGRATIONS: list[Callable[[Cursor], None]] = [_store_v1, _store_v2]
-PARTITION_MIGRATIONS: list[Callable[[Cursor, str], None]] = [_partition_v1, _partition_v2]
+PARTITION_MIGRATIONS: list[Callable[[Cursor, str], None]] = [_partition_v1, _partition_v2, _partition_v3]
 STORE_VERSION = len(STORE_MIGRATIONS)
 PARTITION_VERSION = len(PARTITION_MIGRATIONS)
 

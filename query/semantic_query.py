@@ -206,11 +206,10 @@ class QuerySearch:
         return found
 
     def _cosines(self, store: Store, schema: str, table: str, rids: list[int], qvec: np.ndarray) -> dict[int, float]:
-        """The query's cosine to these rows' stored vectors (rows without one are absent)."""
+        """The query's cosine to these rows' best windows (rows without a vector are absent)."""
         if not rids:
             return {}
-        vectors = self.arm.indexes.stored_vectors(store, schema, {table: rids}) or {}
-        return {rid: float(np.dot(vec, qvec)) for rid, vec in vectors.items()}
+        return self.arm.indexes.best_cosines(store, schema, table, rids, qvec)
 
     def _ready(self, store: Store, schema: str, table: str) -> tuple[StoredModel, np.ndarray] | None:
         """(stored model, query vector), or None when this table has nothing to search. Embeds first:

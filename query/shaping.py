@@ -21,7 +21,7 @@ from recallfs.query.cursor import Cursor
 from recallfs.query.derived import store_state
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
-from recallfs.query.vectors import META_MODEL, VECTORS, has_vectors_table
+from recallfs.query.vectors import META_MODEL, VECTORS, has_chunk_column, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.currentness import CurrentLink
 from recallfs.ranking.entity_match import match_entity
@@ -51,7 +51,7 @@ def load_vectors(
 ) -> tuple[dict[int, np.ndarray] | None, str | None]:
     """Stored embeddings of these (already authorized) rows: (rid -> vector, None), or (None, why).
 
-    Reads the partition's `vectors (rid, tbl, model, embedding FLOAT[d])` table (query/vectors.py),
+    Reads the first window of each row from the partition's `vectors` table (query/vectors.py),
     keeping only the store's current model: a store being re-embedded briefly holds two models'.
     """
     if not rids:
@@ -60,9 +60,10 @@ def load_vectors(
     # cheap filter, while a bound list through unnest costs about 20 ms per call.
     wanted = ", ".join(str(int(r)) for r in rids)
     model = f"(SELECT value FROM main.meta WHERE key = '{META_MODEL}')"
+    first = "AND chunk = 0" if has_chunk_column(cur, schema) else ""  # an unmigrated read-only store
     try:
         table = cur.execute(
-            f"""SELECT rid, embedding FROM {schema}.{VECTORS} WHERE rid IN ({wanted})
+            f"""SELECT rid, embedding FROM {schema}.{VECTORS} WHERE rid IN ({wanted}) {first}
                 AND ({model} IS NULL OR model = {model})"""
         ).fetchnumpy()
     except duckdb.CatalogException:

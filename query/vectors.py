@@ -30,9 +30,10 @@ from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.embedder import Embedder, Progress
-from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.migrations import MEMORY_TABLES, vectors_columns, windows_pending_key
 from recallfs.query.repairs import REPAIRS, Repair
 from recallfs.query.store import Store
+from recallfs.query.window_index import Stamp, TableIndex, faiss_module, is_window_map
 
 log = logging.getLogger("recallfs.vectors")
 
@@ -84,16 +85,21 @@ def stored_model(cur: Cursor) -> StoredModel | None:
 
 
 def vectors_ddl(schema: str, dim: int) -> str:
-    return (
-        f"CREATE TABLE IF NOT EXISTS {schema}.{VECTORS} (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL, "
-        f"model VARCHAR NOT NULL, embedding FLOAT[{int(dim)}] NOT NULL)"
-    )
+    return f"CREATE TABLE IF NOT EXISTS {schema}.{VECTORS} ({vectors_columns(dim)})"
 
 
 def has_vectors_table(cur: Cursor, schema: str) -> bool:
     row = cur.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?", [schema, VECTORS]
     ).fetchone()
+    return bool(row and row[0])
+
+
+def has_chunk_column(cur: Cursor, schema: str) -> bool:
+    """Whether the partition's vectors table has windows (migration v3; a read-only open skips it)."""
+    row = cur.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? AND column_name = 'chunk'",
+        [schema, VECTORS]).fetchone()
     return bool(row and row[0])
 
 
@@ -133,13 +139,16 @@ def adopt_model(cur: Cursor, model_id: str, dim: int) -> StoredModel:
 
 # -- writing vectors --------------------------------------------------------------------------------
 def write_vectors(
-    cur: Cursor, schema: str, table: str, model: str, rids: np.ndarray, matrix: np.ndarray
+    cur: Cursor, schema: str, table: str, model: str, rids: np.ndarray, matrix: np.ndarray,
+    chunks: np.ndarray | None = None,
 ) -> None:
-    """Insert one batch. DuckDB scans registered numpy columns in place (~30k rows/s); binding nested
-    Python lists as parameters manages about 50 rows/s."""
+    """Insert one batch: row i is window `chunks[i]` (default 0) of memory `rids[i]`, and a batch holds
+    every window of its memories (their old ones are replaced). DuckDB scans registered numpy columns
+    in place (~30k rows/s); binding nested Python lists as parameters manages about 50 rows/s."""
     dim = matrix.shape[1]
     batch = {
         "rid": np.ascontiguousarray(rids, dtype=np.int64),
+        "chunk": np.zeros(len(rids), dtype=np.int16) if chunks is None else np.asarray(chunks, dtype=np.int16),
         **{f"e{j}": np.ascontiguousarray(matrix[:, j], dtype=np.float32) for j in range(dim)},
     }
     view = "recallfs_vector_batch"
@@ -148,7 +157,8 @@ def write_vectors(
         cols = ", ".join(f"e{j}" for j in range(dim))
         cur.execute(f"DELETE FROM {schema}.{VECTORS} WHERE rid IN (SELECT rid FROM {view})")
         cur.execute(
-            f"INSERT INTO {schema}.{VECTORS} SELECT rid, ?, ?, [{cols}]::FLOAT[{dim}] FROM {view}", [table, model]
+            f"INSERT INTO {schema}.{VECTORS} SELECT rid, chunk, ?, ?, [{cols}]::FLOAT[{dim}] FROM {view}",
+            [table, model],
         )
     finally:
         cur.unregister(view)
@@ -213,6 +223,9 @@ def embed_missing(
             if n:
                 todo.append((schema, table, n))
     total = sum(n for _, _, n in todo)
+    pending = windows_pending(cur, schemas)
+    if pending and stored is not None:
+        fill_windows(store, embedder, pending, model)
     if not total:
         return report
     dim = embedder.dim
@@ -226,10 +239,8 @@ def embed_missing(
         rids, texts = _missing_rows(cur, schema, table, model)
         for start in range(0, len(rids), WRITE_BATCH):
             part_rids, part_texts = rids[start:start + WRITE_BATCH], texts[start:start + WRITE_BATCH]
-            base = done
-            matrix = embedder.embed(part_texts, progress=_offset(progress, base, total))
-            with store.transaction() as tx:
-                write_vectors(tx, schema, table, model, part_rids, matrix)
+            _embed_windows(store, embedder, schema, table, part_rids, part_texts,
+                           _offset(progress, done, total, len(part_rids)))
             done += len(part_rids)
             report.embedded += len(part_rids)
             key = f"{schema}.{table}"
@@ -237,12 +248,70 @@ def embed_missing(
     return report
 
 
-def _offset(progress: Progress | None, base: int, total: int) -> Progress | None:
-    """`progress` for one batch: its counts shifted by what the batches before it did."""
+def _embed_windows(
+    store: Store, embedder: Embedder, schema: str, table: str, rids: np.ndarray, texts: list[str],
+    progress: Progress | None,
+) -> int:
+    """Embed these rows, each as the windows the model reads whole (query/chunks.py), and write them in
+    one transaction. Returns how many vectors were written."""
+    windows = embedder.windows(texts)
+    counts = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
+    flat = [t for w in windows for t in w]
+    chunk_rids = np.repeat(np.asarray(rids, dtype=np.int64), counts)
+    # 0, 1, ... within each row: position in the flat list less where the row's windows start
+    chunks = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
+    matrix = embedder.embed(flat, progress=progress)
+    with store.transaction() as tx:
+        write_vectors(tx, schema, table, embedder.model_id, chunk_rids, matrix, chunks)
+    return len(flat)
+
+
+def windows_pending(cur: Cursor, schemas: Iterable[str]) -> list[str]:
+    """Partitions migrated from before windows (query/migrations._partition_v3) whose long rows still
+    have only their first window."""
+    keys = {windows_pending_key(s): s for s in schemas}
+    if not keys:
+        return []
+    marks = ", ".join("?" for _ in keys)
+    try:
+        rows = cur.execute(f"SELECT key FROM main.meta WHERE key IN ({marks})", list(keys)).fetchall()
+    except duckdb.CatalogException:
+        return []
+    return sorted(keys[str(k)] for (k,) in rows)
+
+
+def fill_windows(store: Store, embedder: Embedder, schemas: Sequence[str], model: str) -> int:
+    """Give every long row of these migrated partitions all its windows (each row's vectors are
+    rewritten whole), then clear their marks. Rows that fit one window keep the vector they have."""
+    cur = store.cursor()
+    written = 0
+    for schema in schemas:
+        for table in MEMORY_TABLES:
+            rows = cur.execute(
+                f"""SELECT m.rid, m.search_text FROM {schema}.{table} m WHERE EXISTS (SELECT 1 FROM
+                    {schema}.{VECTORS} v WHERE v.rid = m.rid AND v.model = ?) ORDER BY m.rid""",
+                [model]).fetchall()
+            for start in range(0, len(rows), WRITE_BATCH):
+                part = rows[start:start + WRITE_BATCH]
+                long = [(int(rid), str(text)) for (rid, text), w in
+                        zip(part, embedder.windows([str(r[1]) for r in part]), strict=True) if len(w) > 1]
+                if long:
+                    rids = np.array([r for r, _ in long], dtype=np.int64)
+                    written += _embed_windows(store, embedder, schema, table, rids, [t for _, t in long], None)
+        with store.transaction() as tx:
+            tx.execute("DELETE FROM main.meta WHERE key = ?", [windows_pending_key(schema)])
+    if written:
+        log.info("embedded the windows of long rows in %d migrated partitions: %d vectors", len(schemas), written)
+    return written
+
+
+def _offset(progress: Progress | None, base: int, total: int, rows: int) -> Progress | None:
+    """`progress` for one batch of `rows` rows: its counts (windows) as rows, shifted by what the
+    batches before it did."""
     if progress is None:
         return None
     report = progress
-    return lambda done, _total: report(base + done, total)
+    return lambda done, windows: report(base + done * rows // max(windows, 1), total)
 
 
 def reindex(
@@ -272,19 +341,7 @@ def reindex(
 
 
 # -- FAISS indexes ----------------------------------------------------------------------------------
-_FAISS: Any = None
-
-
-def _faiss() -> Any:
-    global _FAISS
-    if _FAISS is None:
-        import faiss
-
-        # One query at a time gains nothing from an OpenMP team, and an idle team spin-waits: next to
-        # torch's own OpenMP runtime on a small machine that stalls query embedding by ~1 s.
-        faiss.omp_set_num_threads(1)
-        _FAISS = faiss
-    return _FAISS
+_faiss = faiss_module
 
 
 def cos01(inner: np.ndarray) -> np.ndarray:
@@ -295,18 +352,6 @@ def cos01(inner: np.ndarray) -> np.ndarray:
 
 def index_dir(store: Store) -> Path:
     return Path(str(store.path) + ".faiss")
-
-
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """What a persisted index was built from; any difference means stale."""
-
-    store_uuid: str
-    model: str
-    dim: int
-    epoch: int
-    count: int
-    max_rid: int
 
 
 def current_stamp(cur: Cursor, schema: str, table: str, stored: StoredModel) -> Stamp:
@@ -326,8 +371,10 @@ def _load_vectors(
 ) -> tuple[np.ndarray, np.ndarray]:
     if not has_vectors_table(cur, schema):
         return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    # A store from before windows opened read-only (a mount) is not migrated: one vector per rid.
+    order = "rid, chunk" if has_chunk_column(cur, schema) else "rid"
     res = cur.execute(
-        f"SELECT rid, embedding FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ? ORDER BY rid",
+        f"SELECT rid, embedding FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ? ORDER BY {order}",
         [table, model, above_rid],
     ).fetchnumpy()
     rids = np.asarray(res["rid"], dtype=np.int64)
@@ -336,136 +383,13 @@ def _load_vectors(
     return rids, np.ascontiguousarray(np.stack(list(res["embedding"])), dtype=np.float32)
 
 
-def rid_bitmap(rids: np.ndarray) -> np.ndarray:
-    """Bit r set for every r in `rids` (little-endian within bytes), as faiss.IDSelectorBitmap reads it."""
-    bits = np.zeros(int(rids.max()) + 1 if len(rids) else 1, dtype=bool)
-    bits[rids] = True
-    return np.packbits(bits, bitorder="little")
-
-
-class _TableIndex:
-    """One (partition, table) index: the CPU IndexIDMap2, and a GPU copy when a GPU is present."""
-
-    def __init__(self, cpu: Any, stamp: Stamp) -> None:
-        self.cpu = cpu
-        self.stamp = stamp
-        self.lock = threading.Lock()
-        self.checked: tuple[int, int] = (0, -1)  # (store token, generation) last verified
-        self._gpu: Any = None
-        self._gpu_ids: np.ndarray | None = None
-        self._ids: tuple[np.ndarray, np.ndarray] | None = None
-
-    @property
-    def ntotal(self) -> int:
-        return int(self.cpu.ntotal)
-
-    def ids(self) -> np.ndarray:
-        ids: np.ndarray = _faiss().vector_to_array(self.cpu.id_map).astype(np.int64)
-        return ids
-
-    def _locate(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(mask over `rids` (sorted) of those the index holds, their index positions)."""
-        if self._ids is None or len(self._ids[0]) != self.ntotal:
-            ids = self.ids()
-            order = np.argsort(ids, kind="stable")  # already ascending in practice: rows go in by rid
-            self._ids = (ids[order], order)
-        ids, order = self._ids
-        pos = np.searchsorted(ids, rids)
-        ok = pos < len(ids)
-        ok[ok] = ids[pos[ok]] == rids[ok]
-        return ok, order[pos[ok]]
-
-    def positions_of(self, rids: np.ndarray) -> np.ndarray:
-        """Index positions of those of `rids` (sorted) that the index holds."""
-        return np.sort(self._locate(rids)[1])
-
-    def vectors_of(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(the rids of `rids` (sorted) that the index holds, their stored vectors)."""
-        ok, positions = self._locate(rids)
-        return rids[ok], self.vectors_at(positions)
-
-    def vectors_at(self, positions: np.ndarray) -> np.ndarray:
-        """Copies of the stored vectors at these positions (insertion order)."""
-        faiss = _faiss()
-        flat = faiss.downcast_index(self.cpu.index)
-        dim = int(self.cpu.d)
-        with self.lock:
-            xb = faiss.rev_swig_ptr(flat.get_xb(), self.ntotal * dim).reshape(self.ntotal, dim)
-            return np.array(xb[positions], dtype=np.float32)
-
-    def add(self, rids: np.ndarray, matrix: np.ndarray, stamp: Stamp) -> None:
-        if len(rids):
-            self.cpu.add_with_ids(matrix, rids)
-        self.stamp = stamp
-        self._gpu = self._gpu_ids = None
-
-    def search(self, qvec: np.ndarray, allowed: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rids, inner products) of the best `limit` allowed rows, best first."""
-        faiss = _faiss()
-        q = np.ascontiguousarray(qvec.reshape(1, -1), dtype=np.float32)
-        k = min(limit, self.ntotal)
-        if k <= 0 or len(allowed) == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        if faiss.get_num_gpus() > 0:
-            return self._search_gpu(q, allowed, k)
-        return self._search_cpu(q, allowed, k)
-
-    def _search_cpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The flat CPU index, restricted to `allowed` by a selector: exact, whatever the scope's size."""
-        faiss = _faiss()
-        # A bitmap over rids: membership is one bit test per vector, and it is built in microseconds.
-        packed = rid_bitmap(allowed)
-        sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
-        scores, ids = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))
-        keep = ids[0] >= 0
-        return ids[0][keep].astype(np.int64), scores[0][keep]
-
-    def _search_gpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """GPU flat search over everything, widened until `k` allowed rows are found, then filtered.
-
-        GPU flat indexes take no IDSelector, so authorization is applied to the results; the answer is
-        the same as the CPU path's. (Not exercised on the CPU-only development machine.)
-        """
-        faiss = _faiss()
-        if self._gpu is None:
-            self._gpu_ids = self.ids()
-            flat = faiss.downcast_index(self.cpu.index)
-            self._gpu = faiss.index_cpu_to_gpu(_gpu_resources(), 0, flat)
-        assert self._gpu_ids is not None
-        gpu_k_max = 2048  # the GPU flat search limit on k
-        want = min(self.ntotal, max(4 * k, 64))
-        while True:
-            scores, pos = self._gpu.search(q, min(want, gpu_k_max))
-            pos, scores = pos[0], scores[0]
-            ok = pos >= 0
-            rids, scores = self._gpu_ids[pos[ok]], scores[ok]
-            mask = np.isin(rids, allowed)
-            if mask.sum() >= k or want >= self.ntotal or want >= gpu_k_max:
-                break
-            want *= 4
-        if mask.sum() < k and want >= gpu_k_max and self.ntotal > gpu_k_max:
-            # A narrow scope over a large index: the CPU path with its selector finds the rest.
-            return self._search_cpu(q, allowed, k)
-        return rids[mask][:k].astype(np.int64), scores[mask][:k]
-
-
-_GPU_RES: Any = None
-
-
-def _gpu_resources() -> Any:
-    global _GPU_RES
-    if _GPU_RES is None:
-        _GPU_RES = _faiss().StandardGpuResources()
-    return _GPU_RES
-
-
 class VectorIndexes:
     """The FAISS indexes of open stores, loaded from disk or rebuilt from DuckDB when stale."""
 
     def __init__(self, *, persist: bool = True, allowed_cache: int = 64) -> None:
         self.persist = persist
         self._lock = threading.Lock()
-        self._indexes: dict[tuple[str, str, str], _TableIndex] = {}
+        self._indexes: dict[tuple[str, str, str], TableIndex] = {}
         # (sample,): a sample may be None (too few rows), which the cache cannot hold on its own
         self._background: LruCache[tuple[Any, ...], tuple[np.ndarray | None]] = LruCache(allowed_cache)
         self._stored: dict[tuple[Any, ...], StoredModel | None] = {}
@@ -484,7 +408,7 @@ class VectorIndexes:
             self._stored = {key: value}
         return value
 
-    def index_for(self, store: Store, schema: str, table: str, stored: StoredModel) -> _TableIndex:
+    def index_for(self, store: Store, schema: str, table: str, stored: StoredModel) -> TableIndex:
         key = (str(store.path), schema, table)
         with self._lock:
             entry = self._indexes.get(key)
@@ -528,19 +452,19 @@ class VectorIndexes:
         ).fetchone()
         return row is not None and old.count + int(row[0]) == new.count
 
-    def _build(self, store: Store, schema: str, table: str, stamp: Stamp) -> _TableIndex:
+    def _build(self, store: Store, schema: str, table: str, stamp: Stamp) -> TableIndex:
         faiss = _faiss()
         rids, matrix = _load_vectors(store.cursor(), schema, table, stamp.model, stamp.dim)
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(stamp.dim))
+        index = faiss.IndexFlatIP(stamp.dim)  # ids are window positions; `rids` maps them to rows
         if len(rids):
-            index.add_with_ids(matrix, rids)
-        entry = _TableIndex(index, stamp)
+            index.add(matrix)
+        entry = TableIndex(index, rids, stamp)
         self.rebuilds += 1
         log.info("built FAISS index %s.%s: %d vectors", schema, table, len(rids))
         self._save(store, schema, table, entry)
         return entry
 
-    def _repair(self, store: Store, schema: str, table: str, stamp: Stamp, damage: str) -> _TableIndex:
+    def _repair(self, store: Store, schema: str, table: str, stamp: Stamp, damage: str) -> TableIndex:
         """Rebuild a damaged index from the vectors in DuckDB (the source of truth), and say so. A rebuild
         that fails is recorded and raised: the semantic arm then degrades rather than answer without it."""
         what = f"{_workspace_of(store, schema)} {table}"
@@ -561,16 +485,19 @@ class VectorIndexes:
             del self.repairs[:-REPAIRS_KEPT]
         REPAIRS.record(repair)
 
-    def _paths(self, store: Store, schema: str, table: str) -> tuple[Path, Path]:
+    def _paths(self, store: Store, schema: str, table: str) -> tuple[Path, Path, Path]:
+        """The index, its stamp and its chunk map."""
         base = index_dir(store)
-        return base / f"{schema}.{table}.index", base / f"{schema}.{table}.stamp.json"
+        return (base / f"{schema}.{table}.index", base / f"{schema}.{table}.stamp.json",
+                base / f"{schema}.{table}.chunks.npy")
 
-    def _load_saved(self, store: Store, schema: str, table: str, stamp: Stamp) -> tuple[_TableIndex | None, str | None]:
+    def _load_saved(self, store: Store, schema: str, table: str, stamp: Stamp) -> tuple[TableIndex | None, str | None]:
         """(the persisted index, if it is the one for `stamp` and intact; else why it is damaged, if it is)."""
         if not self.persist:
             return None, None
-        index_path, stamp_path = self._paths(store, schema, table)
-        loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), _faiss().read_index)
+        index_path, stamp_path, map_path = self._paths(store, schema, table)
+        loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), _faiss().read_index,
+                                  map_path, _read_map)
         if loaded.unverified:
             log.info("rebuilding FAISS index %s: written without a checksum (an older recallfs)", index_path)
         if loaded.index is None:
@@ -579,22 +506,30 @@ class VectorIndexes:
         if int(index.ntotal) != stamp.count or int(index.d) != stamp.dim:
             return None, f"the index holds {int(index.ntotal)} {int(index.d)}-d vectors, its stamp says " \
                          f"{stamp.count} {stamp.dim}-d"
-        return _TableIndex(index, stamp), None
+        if not is_window_map(loaded.chunk_map, stamp.count):
+            return None, f"the chunk map does not fit the index's {stamp.count} vectors"
+        return TableIndex(index, loaded.chunk_map, stamp), None
 
-    def _save(self, store: Store, schema: str, table: str, entry: _TableIndex) -> None:
+    def _save(self, store: Store, schema: str, table: str, entry: TableIndex) -> None:
         """Write the index, then its stamp with the file's checksum (query/faiss_files.py)."""
         if not self.persist:
             return
-        index_path, stamp_path = self._paths(store, schema, table)
+        index_path, stamp_path, map_path = self._paths(store, schema, table)
         written: dict[str, Any] = {}  # the stamp, filled while the index is written (save() reads it after)
+        maps: list[np.ndarray] = []
 
         def write_index(tmp: str) -> None:
-            with entry.lock:  # the stamp that goes with exactly the rows written
+            with entry.lock:  # the stamp and chunk map that go with exactly the rows written
                 _faiss().write_index(entry.cpu, tmp)
                 written.update(_stamp_dict(entry.stamp))
+                maps.append(entry.rids)  # add() replaces the array, never changes it
+
+        def write_map(tmp: str) -> None:
+            with open(tmp, "wb") as fh:
+                np.save(fh, maps[0], allow_pickle=False)
 
         try:
-            faiss_files.save(index_path, stamp_path, write_index, written)
+            faiss_files.save(index_path, stamp_path, write_index, written, map_path, write_map)
         except (OSError, RuntimeError) as exc:  # a read-only directory: the index stays in memory
             log.warning("cannot persist FAISS index under %s: %s", index_path.parent, exc)
 
@@ -653,6 +588,19 @@ class VectorIndexes:
             out.update(zip(found.tolist(), matrix, strict=True))
         return out
 
+    def best_cosines(
+        self, store: Store, schema: str, table: str, rids: Sequence[int], qvec: np.ndarray
+    ) -> dict[int, float]:
+        """The query's cosine to the best window of each of these (authorized) rows: a long row is as
+        close to the query as its closest part. Rows without a vector are absent."""
+        stored = self.stored(store)
+        if stored is None or not rids:
+            return {}
+        entry = self.index_for(store, schema, table, stored)
+        if entry.ntotal == 0:
+            return {}
+        return entry.best_cosines(np.array(sorted(set(rids)), dtype=np.int64), qvec)
+
     def allowed_rids(
         self, store: Store, schema: str, table: str, where: str, params: list[object]
     ) -> np.ndarray:
@@ -679,6 +627,12 @@ class VectorIndexes:
         with entry.lock:
             rids, inner = entry.search(qvec, allowed, limit)
         return list(zip((int(r) for r in rids), (float(s) for s in cos01(inner)), strict=True))
+
+
+def _read_map(path: str) -> np.ndarray:
+    with open(path, "rb") as fh:  # a /proc/self/fd path has no .npy suffix for np.load to add
+        out: np.ndarray = np.load(fh, allow_pickle=False)
+    return out
 
 
 def _stamp_dict(stamp: Stamp) -> dict[str, Any]:

@@ -6,7 +6,8 @@ import faiss
 import numpy as np
 import pytest
 
-from recallfs.query.vectors import cos01, rid_bitmap
+from recallfs.query.vectors import cos01
+from recallfs.query.window_index import rid_bitmap
 
 
 @pytest.mark.parametrize(("rids", "members", "outsiders"), [

@@ -1,0 +1,226 @@
+"""One (partition, table) FAISS index over the windows of memories (query/chunks.py).
+
+A flat inner-product index holds one vector per window; its ids are positions, and `rids[pos]` (the
+chunk map, persisted beside the index: query/vectors.py) names the memory a window belongs to. Windows
+go in ordered by (rid, chunk) and only higher rids are appended, so the map is non-decreasing and a
+row's windows sit next to one another, its first window first.
+
+- Authorization: the gate's allowed rids become a bitmap over window positions through the map, so a
+  window of a row the caller may not read is never scored.
+- A search asks for windows until it has `limit` distinct rows, and scores a row by its best window
+  (max-pool). A store whose rows are one window each searches exactly as it did with rid ids.
+- A row's "own" vector (background sample, rerank, near-duplicate collapse) is its first window's.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+import numpy as np
+
+LAYOUT = "windows-1"  # in the stamp: index files written before windows (ids were rids) are stale
+_FAISS: Any = None
+
+
+def faiss_module() -> Any:
+    global _FAISS
+    if _FAISS is None:
+        import faiss
+
+        # One query at a time gains nothing from an OpenMP team, and an idle team spin-waits: next to
+        # torch's own OpenMP runtime on a small machine that stalls query embedding by ~1 s.
+        faiss.omp_set_num_threads(1)
+        _FAISS = faiss
+    return _FAISS
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a persisted index was built from; any difference means stale. `count` counts windows."""
+
+    store_uuid: str
+    model: str
+    dim: int
+    epoch: int
+    count: int
+    max_rid: int
+    layout: str = LAYOUT
+
+
+def rid_bitmap(rids: np.ndarray) -> np.ndarray:
+    """Bit r set for every r in `rids` (little-endian within bytes), as faiss.IDSelectorBitmap reads it."""
+    bits = np.zeros(int(rids.max()) + 1 if len(rids) else 1, dtype=bool)
+    bits[rids] = True
+    return np.packbits(bits, bitorder="little")
+
+
+def window_mask(window_rids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """For each window position, whether its row is in `allowed` (sorted rids)."""
+    if len(window_rids) == 0 or len(allowed) == 0:
+        return np.zeros(len(window_rids), dtype=bool)
+    size = int(max(window_rids.max(), allowed.max())) + 1
+    rows = np.zeros(size, dtype=bool)
+    rows[allowed] = True
+    out: np.ndarray = rows[window_rids]
+    return out
+
+
+def best_per_row(rids: np.ndarray, scores: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Max-pool windows into rows: (rids, scores) of the first `limit` distinct rows of a best-first
+    list of windows, each with its best window's score."""
+    _, first = np.unique(rids, return_index=True)
+    keep = np.sort(first)[:limit]  # a row's first appearance in a best-first list is its best window
+    return rids[keep], scores[keep]
+
+
+def is_window_map(rids: Any, count: int) -> TypeGuard[np.ndarray]:
+    """A chunk map that can belong to an index of `count` windows: int64, that long, non-decreasing."""
+    return (isinstance(rids, np.ndarray) and rids.dtype == np.int64 and rids.ndim == 1
+            and len(rids) == count and bool(np.all(rids[1:] >= rids[:-1])))
+
+
+class TableIndex:
+    """The CPU flat index and its chunk map, and a GPU copy when a GPU is present."""
+
+    def __init__(self, cpu: Any, rids: np.ndarray, stamp: Stamp) -> None:
+        self.cpu = cpu
+        self.rids = np.ascontiguousarray(rids, dtype=np.int64)  # window position -> rid
+        self.stamp = stamp
+        self.lock = threading.Lock()
+        self.checked: tuple[int, int] = (0, -1)  # (store token, generation) last verified
+        self._gpu: Any = None
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None  # (distinct rids, first window position)
+        self._mask: tuple[np.ndarray, int, np.ndarray] | None = None  # (allowed, ntotal, packed bitmap)
+
+    @property
+    def ntotal(self) -> int:
+        return int(self.cpu.ntotal)
+
+    def ids(self) -> np.ndarray:
+        """The rid of each window (the chunk map)."""
+        return self.rids
+
+    def _first_windows(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._rows is None or len(self.rids) != self.ntotal:
+            rows, first = np.unique(self.rids, return_index=True)
+            self._rows = (rows, first.astype(np.int64))
+        return self._rows
+
+    def one_window_each(self) -> bool:
+        return len(self._first_windows()[0]) == self.ntotal
+
+    def _locate(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mask over `rids` (sorted) of those the index holds, their first windows' positions)."""
+        rows, first = self._first_windows()
+        pos = np.searchsorted(rows, rids)
+        ok = pos < len(rows)
+        ok[ok] = rows[pos[ok]] == rids[ok]
+        return ok, first[pos[ok]]
+
+    def positions_of(self, rids: np.ndarray) -> np.ndarray:
+        """First-window positions of those of `rids` (sorted) that the index holds: one per row."""
+        return np.sort(self._locate(rids)[1])
+
+    def vectors_of(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the rids of `rids` (sorted) that the index holds, their first windows' vectors)."""
+        ok, positions = self._locate(rids)
+        return rids[ok], self.vectors_at(positions)
+
+    def best_cosines(self, rids: np.ndarray, qvec: np.ndarray) -> dict[int, float]:
+        """The query's inner product with the best window of each of `rids` the index holds."""
+        lo = np.searchsorted(self.rids, rids, side="left")
+        hi = np.searchsorted(self.rids, rids, side="right")
+        out: dict[int, float] = {}
+        for rid, a, b in zip(rids.tolist(), lo.tolist(), hi.tolist(), strict=True):
+            if b > a:
+                out[int(rid)] = float(np.max(self.vectors_at(np.arange(a, b)) @ qvec))
+        return out
+
+    def vectors_at(self, positions: np.ndarray) -> np.ndarray:
+        """Copies of the stored vectors at these window positions."""
+        faiss = faiss_module()
+        flat = faiss.downcast_index(self.cpu)
+        dim = int(self.cpu.d)
+        with self.lock:
+            xb = faiss.rev_swig_ptr(flat.get_xb(), self.ntotal * dim).reshape(self.ntotal, dim)
+            return np.array(xb[positions], dtype=np.float32)
+
+    def add(self, rids: np.ndarray, matrix: np.ndarray, stamp: Stamp) -> None:
+        """Append windows of rows above every rid the index holds."""
+        if len(rids):
+            self.cpu.add(np.ascontiguousarray(matrix, dtype=np.float32))
+            self.rids = np.concatenate([self.rids, np.asarray(rids, dtype=np.int64)])
+        self.stamp = stamp
+        self._gpu = self._rows = self._mask = None
+
+    def search(self, qvec: np.ndarray, allowed: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rids, inner products) of the best `limit` allowed rows, best first, each scored by its best
+        window. Asks for more windows than rows until `limit` distinct rows come back (or none are left)."""
+        q = np.ascontiguousarray(qvec.reshape(1, -1), dtype=np.float32)
+        k = min(limit, self.ntotal)
+        if k <= 0 or len(allowed) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if not self.one_window_each():
+            k = min(2 * k, self.ntotal)  # most rows are one window: twice the rows rarely needs a retry
+        gpu = faiss_module().get_num_gpus() > 0
+        while True:
+            rids, scores = self._search_gpu(q, allowed, k) if gpu else self._search_cpu(q, allowed, k)
+            rows, best = best_per_row(rids, scores, limit)
+            if len(rows) >= limit or k >= self.ntotal or len(rids) < k:
+                return rows, best
+            k = min(2 * k, self.ntotal)
+
+    def _allowed_bitmap(self, allowed: np.ndarray) -> np.ndarray:
+        """The bitmap over window positions of the rows in `allowed`, kept for the same allowed array
+        (query/derived.py caches it per store generation and filter)."""
+        cached = self._mask
+        if cached is not None and cached[0] is allowed and cached[1] == self.ntotal:
+            return cached[2]
+        positions = np.flatnonzero(window_mask(self.rids, allowed))
+        packed = rid_bitmap(positions)
+        self._mask = (allowed, self.ntotal, packed)
+        return packed
+
+    def _search_cpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The flat CPU index, restricted to the allowed rows' windows by a selector: exact, whatever the
+        scope's size. Returns (rid of each window, inner product), best first."""
+        faiss = faiss_module()
+        packed = self._allowed_bitmap(allowed)
+        sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
+        scores, pos = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))
+        keep = pos[0] >= 0
+        return self.rids[pos[0][keep]], scores[0][keep]
+
+    def _search_gpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """GPU flat search over every window, widened until `k` allowed windows are found, then
+        filtered by row; the answer is the CPU path's. GPU flat indexes take no IDSelector.
+        (Not exercised on the CPU-only development machine.)"""
+        faiss = faiss_module()
+        if self._gpu is None:
+            self._gpu = faiss.index_cpu_to_gpu(_gpu_resources(), 0, self.cpu)
+        gpu_k_max = 2048  # the GPU flat search limit on k
+        want = min(self.ntotal, max(4 * k, 64))
+        while True:
+            scores, pos = self._gpu.search(q, min(want, gpu_k_max))
+            ok = pos[0] >= 0
+            rids, scores = self.rids[pos[0][ok]], scores[0][ok]
+            mask = np.isin(rids, allowed)
+            if mask.sum() >= k or want >= self.ntotal or want >= gpu_k_max:
+                break
+            want *= 4
+        if mask.sum() < k and want >= gpu_k_max and self.ntotal > gpu_k_max:
+            # A narrow scope over a large index: the CPU path with its selector finds the rest.
+            return self._search_cpu(q, allowed, k)
+        return rids[mask][:k].astype(np.int64), scores[mask][:k]
+
+
+_GPU_RES: Any = None
+
+
+def _gpu_resources() -> Any:
+    global _GPU_RES
+    if _GPU_RES is None:
+        _GPU_RES = faiss_module().StandardGpuResources()
+    return _GPU_RES
