@@ -136,7 +136,7 @@ class Settings:
     weights: str = _s("default", "provenance weights, NAME=NUMBER,... over tables, arms or arm:table lists "
                       "(unnamed ones count 1; replaces the defaults); `equal`: all 1; `default`: "
                       f"{format_weights(DEFAULT_WEIGHTS)} for calibrated fusion, {format_weights(RANK_WEIGHTS)} "
-                      "for rank fusion and single arms")
+                      "for rank fusion, all 1 for a single arm")
     dedup: bool = _stage("dedup")
     relevance_floor: float = _stage("relevance_floor")
     floor_cosine: float = _stage("floor_cosine")

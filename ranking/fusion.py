@@ -80,6 +80,20 @@ def calibrated(
     return _fuse(ranked, tables, best_possible(list(scores), weights, 0))
 
 
+def by_score(
+    scores: Mapping[str, Mapping[int, float]],
+    tables: Mapping[int, str],
+    *,
+    weights: Mapping[str, float] | None = None,
+) -> list[Candidate]:
+    """One arm's per-table lists merged by the arm's own scores (a cosine, a calibrated BM25): the
+    order a plain retriever over all the rows gives. Merged by rank instead (rrf), each table's first
+    row came in the first three whatever its score. `weights` None means equal: the score is the
+    evidence, and RANK_WEIGHTS' 1% gradient for facts cost LoCoMo 0.005 turn R@10 in both arms
+    (developer-notes/devsets.md); custom weights scale the scores. Rows scoring 0 are dropped."""
+    return calibrated(scores, tables, weights={} if weights is None else weights)
+
+
 def _fuse(
     ranked: Mapping[str, Sequence[tuple[int, float]]], tables: Mapping[int, str], bound: float
 ) -> list[Candidate]:

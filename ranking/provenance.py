@@ -22,10 +22,10 @@ TABLE_PRIORITY: dict[str, int] = {"facts": 0, "summaries": 1, "turns": 2}
 # it came from (MRR 0.797 -> 0.872 against 0.995 / 0.99); on LoCoMo, where the evidence is turns, it
 # cost 0.007 turn R@10. The lexical arm at 0.7 against the semantic arm's 1 is a 0.41 / 0.59 blend.
 DEFAULT_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.82, "turns": 0.8, "lexical": 0.7}
-# Rank fusion (RECALLFS_FUSION=rrf) and the single arms (--arm lexical / semantic) merge per-table
-# ranked lists, where a weight divides a reciprocal rank: there 0.8 would put a fact at rank 13 above
-# every table's first turn (LoCoMo turn R@10 of the lexical arm: 0.768 -> 0.664). Their gradient only
-# orders rows of equal rank in their lists.
+# Rank fusion (RECALLFS_FUSION=rrf) merges per-table ranked lists, where a weight divides a reciprocal
+# rank: there 0.8 would put a fact at rank 13 above every table's first turn (LoCoMo turn R@10 of the
+# lexical arm, when it merged by rank: 0.768 -> 0.664). Their gradient only orders rows of equal rank
+# in their lists. A single arm merges its tables by its own scores, all weighing 1 (fusion.by_score).
 RANK_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.995, "turns": 0.99, "lexical": 0.7}
 
 
