@@ -159,9 +159,13 @@ def test_provenance_key_orders_fact_summary_turn_then_arms():
 @pytest.mark.parametrize(("scores", "expected"), [
     # a turn matching far better than the best fact comes first: merged by rank, the fact would
     ({"semantic:facts": {1: 0.41, 2: 0.40}, "semantic:turns": {3: 0.80, 4: 0.70}}, [3, 4, 1, 2]),
-    # no table is favoured: the better score wins, however small the difference
-    ({"lexical:facts": {1: 0.5}, "lexical:turns": {3: 0.504}}, [3, 1]),
-    ({"lexical:summaries": {2: 0.5}, "lexical:facts": {1: 0.499}}, [2, 1]),
+    # cosines: no table is favoured, the better score wins however small the difference
+    ({"semantic:facts": {1: 0.5}, "semantic:turns": {3: 0.504}}, [3, 1]),
+    ({"semantic:summaries": {2: 0.5}, "semantic:facts": {1: 0.499}}, [2, 1]),
+    # calibrated BM25 (relative to each table's ceiling): a fact wins unless a summary scores 1/0.82
+    # times as high, a turn 1/0.8 times
+    ({"lexical:summaries": {2: 0.998}, "lexical:facts": {1: 0.861}}, [1, 2]),
+    ({"lexical:turns": {3: 0.9}, "lexical:facts": {1: 0.5}}, [3, 1]),
     # a score of 0 is no match
     ({"lexical:facts": {1: 0.0, 2: 0.2}, "lexical:summaries": {}}, [2]),
     ({}, []),

@@ -10,6 +10,7 @@ from recallfs.query.recall import recall
 from recallfs.query.records import parse_record
 from recallfs.query.store import Store
 from recallfs.ranking.pipeline import StageConfig
+from recallfs.ranking.provenance import SINGLE_ARM_WEIGHTS
 from recallfs.scope.principal import Principal
 
 from conftest import fact, turn
@@ -131,15 +132,16 @@ def test_rerank_without_vectors_degrades_softly(store):
 
 
 def test_provenance_weights_and_equal_weights(store):
-    # A single arm merges its tables by its own scores, every table weighing 1 unless weights say else.
+    # A single arm merges its tables by its own scores; the lexical arm's turns weigh 0.8 by default
+    # (ranking.provenance.SINGLE_ARM_WEIGHTS), and given weights replace that.
     default = recall(store, ME, "release", arm="lexical")
     equal = recall(store, ME, "release", arm="lexical", weights={})
     halved = recall(store, ME, "release", arm="lexical", weights={"turns": 0.5})
 
     def best_turn(result) -> float:
         return max(h.score for h in result.hits if h.table == "turns")
-    assert best_turn(default) == pytest.approx(best_turn(equal))
-    assert best_turn(halved) == pytest.approx(0.5 * best_turn(default))
+    assert best_turn(default) == pytest.approx(SINGLE_ARM_WEIGHTS["lexical:turns"] * best_turn(equal))
+    assert best_turn(halved) == pytest.approx(0.5 * best_turn(equal))
 
 
 def test_results_json_reports_the_stages(store):
