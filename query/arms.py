@@ -1,8 +1,9 @@
 """recall()'s arms: each searches every memory table for ids, guarded on its own.
 
 One runner per fusion, over one per-table loop (`_each_table`): calibrated fusion takes each arm's
-{rid: calibrated score}, rank fusion (and a single arm) each arm's ranked rids. An arm that fails is
-empty and says so in a note; the semantic arm's first failure degrades the whole answer to lexical.
+{rid: calibrated score}, rank fusion each arm's ranked rids, a single arm its own scores (single_arm).
+An arm that fails is empty and says so in a note; the semantic arm's first failure degrades the whole
+answer to lexical.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ class SemanticQuery(Protocol):
     ) -> list[int]:
         """Ranked rids; raises on failure (recall contains it). `alone`: no lexical arm runs beside it
         (the arm may then keep weaker neighbours than it would offer to fusion)."""
+        ...
+
+    def search_cosines(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+    ) -> dict[int, float]:
+        """The arm alone: {rid: cosine} of every neighbour above its cosine floor, best first."""
         ...
 
     def search_calibrated(
@@ -185,6 +192,30 @@ def ranked_arms(
     return lists, tables
 
 
+def single_arm(
+    scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace, *, lexical: bool,
+) -> tuple[Scored, dict[int, str]]:
+    """One arm alone, each table's hits with the score the arm ranks them by: the calibrated BM25
+    (lexical) or the cosine (semantic). Alone, an arm's tables are merged by these scores
+    (ranking.fusion.by_score): merged by rank, the best row of every table came in the first three
+    whatever it scored (developer-notes/devsets.md)."""
+    store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
+    tables: dict[int, str] = {}
+
+    def lexical_scored(table: str) -> dict[int, float]:
+        return search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit)
+
+    def semantic_scored(table: str) -> dict[int, float]:
+        assert semantic is not None
+        return semantic.search_cosines(store, schema, table, where, params, limit)
+
+    if lexical:
+        return _each_table(trace, "lexical", tables, _no_scores, lexical_scored), tables
+    if semantic is None:
+        return {}, tables
+    return _each_table(trace, "semantic", tables, _no_scores, semantic_scored), tables
+
+
 def _each_table(
     trace: Trace, arm: str, tables: dict[int, str], empty: Callable[[], Found], search: Callable[[str], Found],
     *, then: Callable[[str, Found], None] | None = None,
@@ -231,9 +262,10 @@ def calibrated_evidence(
     scope: Scope, terms: list[str], semantic: SemanticQuery | None, cands: Sequence[Candidate], trace: Trace,
     *, arms: Sequence[str], weights: Mapping[str, float] | None,
 ) -> bool:
-    """For rank-fused candidates (RECALLFS_FUSION=rrf, or a single arm): set each one's `relevance` to
-    the calibrated fused score of the `arms` that ran, and `shares_words`, so that the relevance floor
-    means the same whichever fusion orders the hits. Rank fusion's own scores are reciprocal ranks:
+    """For candidates not fused by calibrated scores (RECALLFS_FUSION=rrf, or a single arm): set each
+    one's `relevance` to the calibrated fused score of the `arms` that ran, and `shares_words`, so that
+    the relevance floor means the same whichever fusion orders the hits. Rank fusion's own scores are
+    reciprocal ranks:
     they say where a row came, not whether it matched. Costs a second pass of the arms (cached BM25,
     one more FAISS search per table); a failure here only leaves a relevance at 0, noted once.
     Returns whether any readable memory holds a word of the query (shares_words)."""

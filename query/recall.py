@@ -25,6 +25,7 @@ from recallfs.query.arms import (
     calibrated_evidence,
     ranked_arms,
     shares_words,
+    single_arm,
 )
 from recallfs.query.blas import one_blas_thread
 from recallfs.query.fallback import fallback, filters_of
@@ -42,7 +43,7 @@ from recallfs.query.staleness import current_links
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.floor import floor_config
-from recallfs.ranking.fusion import calibrated, rrf
+from recallfs.ranking.fusion import by_score, calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
 
@@ -100,7 +101,7 @@ def recall(
     fusion: str = DEFAULTS.fusion,
 ) -> RecallResult:
     """`weights`: provenance weights (None: the defaults in ranking.provenance of the fusion that runs,
-    DEFAULT_WEIGHTS for calibrated, RANK_WEIGHTS for rank fusion and single arms; {}: equal).
+    DEFAULT_WEIGHTS for calibrated, RANK_WEIGHTS for rank fusion, equal for a single arm; {}: equal).
     `stages`: which shaping stages run (None: the shipped defaults, see ranking.pipeline.StageConfig).
     `fusion`: how the fused arm combines its arms (FUSIONS)."""
     t_start = time.perf_counter()
@@ -118,7 +119,7 @@ def recall(
     fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k,
                          between=between)
     authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace, early)
-    config = floor_config(stages or StageConfig(), any_shared_word=words)
+    config = floor_config(stages or StageConfig(), any_shared_word=words, alone=req.arm != "fused")
     links = current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic, links=links)
@@ -210,8 +211,12 @@ def _fuse(
         fused = trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
         attach_evidence(fused, scores, semantic)
         return fused, shares_words(scores)
-    lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=req.lexical, between=between)
-    fused = trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
+    if req.arm == "fused":
+        lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=True, between=between)
+        fused = trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
+    else:  # one arm alone: its tables merged by its own scores
+        scored, ranked_tables = single_arm(scope, req.terms, semantic, trace, lexical=req.lexical)
+        fused = trace.timed("fusion", lambda: by_score(scored, ranked_tables, weights=weights))
     # The floor reads calibrated evidence; rank fusion's scores are reciprocal ranks. Custom weights
     # apply to both; the defaults of calibrated fusion weigh the evidence.
     # The lexical side always runs here (cached BM25): whether a hit shares a word with the query is

@@ -31,10 +31,11 @@ MIN_COSINE = 0.2
 # z = (cos - mean) / sd over a sample of readable rows. In fusion only clear standouts take part
 # (about the top 0.5% of a normal background), so a data set on which this arm is the weaker one
 # cannot bury the lexical arm's hits under near-misses, while a paraphrase lexical cannot see still
-# comes through. Alone, the arm keeps everything above the top ~2%. Measured on LoCoMo; the rationale
-# and figures are in developer-notes/semantic-arm.md.
+# comes through. Measured on LoCoMo; the rationale and figures are in developer-notes/semantic-arm.md.
+# Alone (no lexical arm beside it) the arm keeps every neighbour above MIN_COSINE, like a plain cosine
+# top-k: a standout filter there cut true hits on every dev set (developer-notes/devsets.md).
 FUSED_MIN_Z = 2.5
-ALONE_MIN_Z = 2.0
+ALONE_MIN_COSINE = 0.0
 # Calibrated fusion needs a background even in a partition too small to sample one (under
 # BACKGROUND_MIN rows): MiniLM's typical similarity between unrelated memories, as measured on the
 # demo set's partitions (mean 0.05..0.2, sd 0.07..0.13).
@@ -145,8 +146,8 @@ class QuerySearch:
         self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
         *, alone: bool = False,
     ) -> list[SemanticHit]:
-        """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (the
-        looser standout floor applies). Raises TimeoutError when the query embedding overruns the
+        """Hits that clear the similarity floors, best first. `alone`: this arm is the only one (no
+        standout floor, only the cosine floor). Raises TimeoutError when the query embedding overruns the
         budget, VectorError when the stored vectors do not fit the model."""
         self._join()
         ready = self._ready(store, schema, table)
@@ -155,16 +156,24 @@ class QuerySearch:
         stored, qvec = ready
         arm = self.arm
         found = self.nearest(store, schema, table, qvec, where, params, limit, stored)
-        found = [(rid, score) for rid, score in found if score >= arm.min_score]
+        least = (1.0 + ALONE_MIN_COSINE) / 2.0 if alone else arm.min_score
+        found = [(rid, score) for rid, score in found if score >= least]
         if not found:
             return []
-        background = arm.background(store, schema, stored, where, params, qvec)
+        background = None if alone else arm.background(store, schema, stored, where, params, qvec)
         if background is not None:
             mean, sd = background
-            floor = (mean + (ALONE_MIN_Z if alone else arm.fused_min_z) * sd + 1.0) / 2.0  # as a 0..1 score
+            floor = (mean + arm.fused_min_z * sd + 1.0) / 2.0  # as a 0..1 score
             found = [(rid, score) for rid, score in found if score >= floor]
         self.cosines.update((rid, 2.0 * score - 1.0) for rid, score in found)
         return [SemanticHit(rid, score) for rid, score in found]
+
+    def search_cosines(
+        self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
+    ) -> dict[int, float]:
+        """The arm alone: {rid: cosine} of its hits (search_scored, alone), best first."""
+        found = self.search_scored(store, schema, table, where, params, limit, alone=True)
+        return {h.rid: 2.0 * h.score - 1.0 for h in found}
 
     def search_calibrated(
         self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,

@@ -12,7 +12,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from recallfs.ranking.provenance import DEFAULT_WEIGHTS, RANK_WEIGHTS, format_weights, parse_weights
+from recallfs.ranking.provenance import (
+    DEFAULT_WEIGHTS,
+    RANK_WEIGHTS,
+    SINGLE_ARM_WEIGHTS,
+    format_weights,
+    parse_weights,
+)
 from recallfs.ranking.stage_config import StageConfig
 
 _STAGES = StageConfig()  # the shipped stage defaults: the settings' defaults are its fields
@@ -138,7 +144,7 @@ class Settings:
     weights: str = _s("default", "provenance weights, NAME=NUMBER,... over tables, arms or arm:table lists "
                       "(unnamed ones count 1; replaces the defaults); `equal`: all 1; `default`: "
                       f"{format_weights(DEFAULT_WEIGHTS)} for calibrated fusion, {format_weights(RANK_WEIGHTS)} "
-                      "for rank fusion and single arms")
+                      f"for rank fusion, {format_weights(SINGLE_ARM_WEIGHTS)} for a single arm")
     dedup: bool = _stage("dedup")
     relevance_floor: float = _stage("relevance_floor")
     floor_cosine: float = _stage("floor_cosine")

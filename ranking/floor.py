@@ -50,10 +50,20 @@ def above_floor(cands: list[Candidate], floor: float, min_cosine: float = 0.0) -
     return ordered([c for c in cands if passes(c, floor, min_cosine)])
 
 
-def floor_config(config: StageConfig, *, any_shared_word: bool) -> StageConfig:
+def floor_config(config: StageConfig, *, any_shared_word: bool, alone: bool = False) -> StageConfig:
     """The stages' config for one query: when no memory the caller may read holds a word of it, the
     floor's cosine rises to NO_SHARED_WORD_COSINE (unless the cosine test is off). Asked of the store,
-    not of the candidates: a semantic-only ranking (`--arm semantic`) has no lexical candidates."""
+    not of the candidates: a semantic-only ranking (`--arm semantic`) has no lexical candidates.
+
+    `alone` (one arm ranks, `--arm lexical|semantic`): the arm's own floors decide what it found (BM25
+    matched a word; the cosine cleared the arm's MIN_COSINE), so the floor cuts nothing of it, except
+    that a query no memory shares a word with still asks NO_SHARED_WORD_COSINE of every hit. The
+    relevance test there would be the semantic standout filter again (calibrated z), and the cosine
+    test dropped the paraphrases a plain cosine top-k keeps (developer-notes/devsets.md)."""
+    if any_shared_word and alone:
+        return config.replace(relevance_floor=0.0, floor_cosine=0.0)
+    if alone and config.floor_cosine > 0:
+        return config.replace(relevance_floor=0.0, floor_cosine=max(config.floor_cosine, NO_SHARED_WORD_COSINE))
     if any_shared_word or config.floor_cosine <= 0 or config.floor_cosine >= NO_SHARED_WORD_COSINE:
         return config
     return config.replace(floor_cosine=NO_SHARED_WORD_COSINE)

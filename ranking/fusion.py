@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.provenance import RANK_WEIGHTS, split_list_name, weight_for
+from recallfs.ranking.provenance import RANK_WEIGHTS, SINGLE_ARM_WEIGHTS, split_list_name, weight_for
 
 RRF_K = 60
 
@@ -78,6 +78,20 @@ def calibrated(
             positive = sorted(((s, rid) for rid, s in by_rid.items() if s > 0), key=lambda p: (-p[0], -p[1]))
             ranked[name] = [(rid, w * s) for s, rid in positive]
     return _fuse(ranked, tables, best_possible(list(scores), weights, 0))
+
+
+def by_score(
+    scores: Mapping[str, Mapping[int, float]],
+    tables: Mapping[int, str],
+    *,
+    weights: Mapping[str, float] | None = None,
+) -> list[Candidate]:
+    """One arm's per-table lists merged by the arm's own scores (a cosine, a calibrated BM25): the
+    order a plain retriever over all the rows gives. Merged by rank instead (rrf), each table's first
+    row came in the first three whatever its score. `weights` None means SINGLE_ARM_WEIGHTS (the
+    semantic arm's tables weigh 1, the lexical arm's keep calibrated fusion's table prior; why in
+    ranking/provenance.py); custom weights scale the scores. Rows scoring 0 are dropped."""
+    return calibrated(scores, tables, weights=SINGLE_ARM_WEIGHTS if weights is None else weights)
 
 
 def _fuse(

@@ -31,7 +31,7 @@ from recallfs.ranking.rerank import rerank
 from recallfs.ranking.session_evidence import session_evidence
 from recallfs.ranking.similarity import Vector
 from recallfs.ranking.stage_config import RECENCY_MODES, STAGES, StageConfig
-from recallfs.ranking.temporal import temporal_intent, time_anchor
+from recallfs.ranking.temporal import question_of, temporal_intent, time_anchor
 
 __all__ = ["RECENCY_MODES", "STAGES", "Shaped", "StageConfig", "shape"]
 
@@ -55,9 +55,11 @@ def recency_half_life(config: StageConfig, query: str, recent_option: float | No
         return 0.0, "off"
     if config.recency == "on":
         return config.half_life_days, f"on (half-life {config.half_life_days:g}d)"
-    phrase = temporal_intent(query)
+    # The question decides, not a dialogue or message around it, which says "now" in passing.
+    question = question_of(query)
+    phrase = temporal_intent(question)
     if phrase:
-        anchor = time_anchor(query)
+        anchor = time_anchor(question)
         if anchor:
             return 0.0, f"neutral (temporal intent {phrase!r} anchored to {anchor})"
         return config.half_life_days, f"auto: temporal intent {phrase!r} (half-life {config.half_life_days:g}d)"

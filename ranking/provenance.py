@@ -22,11 +22,18 @@ TABLE_PRIORITY: dict[str, int] = {"facts": 0, "summaries": 1, "turns": 2}
 # it came from (MRR 0.797 -> 0.872 against 0.995 / 0.99); on LoCoMo, where the evidence is turns, it
 # cost 0.007 turn R@10. The lexical arm at 0.7 against the semantic arm's 1 is a 0.41 / 0.59 blend.
 DEFAULT_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.82, "turns": 0.8, "lexical": 0.7}
-# Rank fusion (RECALLFS_FUSION=rrf) and the single arms (--arm lexical / semantic) merge per-table
-# ranked lists, where a weight divides a reciprocal rank: there 0.8 would put a fact at rank 13 above
-# every table's first turn (LoCoMo turn R@10 of the lexical arm: 0.768 -> 0.664). Their gradient only
-# orders rows of equal rank in their lists.
+# Rank fusion (RECALLFS_FUSION=rrf) merges per-table ranked lists, where a weight divides a reciprocal
+# rank: there 0.8 would put a fact at rank 13 above every table's first turn (LoCoMo turn R@10 of the
+# lexical arm, when it merged by rank: 0.768 -> 0.664). Their gradient only orders rows of equal rank
+# in their lists. A single arm merges its tables by its own scores (fusion.by_score, SINGLE_ARM_WEIGHTS).
 RANK_WEIGHTS: dict[str, float] = {"facts": 1.0, "summaries": 0.995, "turns": 0.99, "lexical": 0.7}
+# A single arm merged by its own scores (fusion.by_score). Cosines are on one scale across tables, so
+# the semantic arm's tables weigh 1 (the calibrated weights cost LoCoMo's every 10th question 0.025
+# turn R@5 there). The calibrated BM25 is relative to each table's own ceiling, so a summary that holds
+# every query word scores near 1 beside the fact it summarises: the lexical arm keeps calibrated
+# fusion's table prior (currentness set: current@1 0.958 -> 1.000; demo MRR 0.594 -> 0.663; LoCoMo
+# turn R@5 and R@10 unchanged). Keys are lists, so the semantic arm's are untouched.
+SINGLE_ARM_WEIGHTS: dict[str, float] = {"lexical:summaries": 0.82, "lexical:turns": 0.8}
 
 
 def split_list_name(name: str) -> tuple[str, str]:

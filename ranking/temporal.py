@@ -31,6 +31,29 @@ _PATTERN = re.compile(
 _ANCHOR = re.compile(r"(?<!\w)(\d{4}-\d{2}-\d{2}|(?:19|20)\d{2})(?!\w)")
 
 
+# A dialogue as the query (MADial: the talk before the turn that should recall a memory) or a long
+# message says "now" in passing ("I'm so nervous now"); its question is the part that asks. Speaker
+# tags as the dialogue sets write them ("<Tom>:", "User:") start a new utterance.
+_UTTERANCE = re.compile(r"(?:^|\s)(?:<[^<>\n]{1,40}>|[A-Z][\w'-]{0,30}):\s")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?？。])|(?<=[.!?？。][\"'”’)]))\s+")
+_CLOSING = "\"'”’)]» "
+
+
+def question_of(query: str) -> str:
+    """The part of a query that asks: its last non-empty line, from its last speaker tag on when the
+    line is a dialogue (two tags or more); within that, the last sentence ending in '?', else the last
+    sentence. A one-sentence query is itself."""
+    lines = [ln for ln in query.splitlines() if ln.strip()]
+    if not lines:
+        return query
+    last = lines[-1]
+    tags = list(_UTTERANCE.finditer(last))
+    utterance = last[tags[-1].end():] if len(tags) >= 2 else last
+    sentences = [s for s in _SENTENCE_END.split(utterance.strip()) if s.strip()] or [utterance]
+    asking = [s for s in sentences if s.rstrip(_CLOSING).endswith(("?", "？"))]
+    return (asking or sentences)[-1]
+
+
 def temporal_intent(query: str) -> str | None:
     """The first temporal phrase in the query, or None."""
     m = _PATTERN.search(fold(query))

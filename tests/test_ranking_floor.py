@@ -92,3 +92,27 @@ def test_recency_band_edges():
     assert rids(recency_in_band([ev(1, 0.9, day=-60), ev(2, 0.1)], 0)) == [1, 2]  # half-life 0: off
     with pytest.raises(ValueError):
         recency_in_band([ev(1, 0.4)], 30, 1.5)
+
+
+@pytest.mark.parametrize(("config", "any_word", "alone", "expected"), [
+    # fused: as before, whatever `alone` would say
+    (StageConfig(), True, False, (0.01, 0.3)),
+    (StageConfig(), False, False, (0.01, NO_SHARED_WORD_COSINE)),
+    # one arm alone: its own floors decided what it found; the floor cuts none of it ...
+    (StageConfig(), True, True, (0.0, 0.0)),
+    # ... except that a query no memory shares a word with still asks the junk cosine of every hit
+    (StageConfig(), False, True, (0.0, NO_SHARED_WORD_COSINE)),
+    (StageConfig(floor_cosine=0.5), False, True, (0.0, 0.5)),
+    # a floor switched off stays off
+    (StageConfig(relevance_floor=0.0, floor_cosine=0.0), False, True, (0.0, 0.0)),
+])
+def test_an_arm_alone_is_not_cut_by_the_fusions_floor(config, any_word, alone, expected):
+    out = floor_config(config, any_shared_word=any_word, alone=alone)
+    assert (out.relevance_floor, out.floor_cosine) == expected
+
+
+def test_a_semantic_arm_alone_keeps_its_paraphrases():
+    # MADial: a dialogue's gold memory shares no word of it and sits at cosine 0.25, z 1.2 (relevance 0).
+    paraphrase = ev(1, 0.0, words=False, cosine=0.25)
+    config = floor_config(StageConfig(), any_shared_word=True, alone=True)
+    assert rids(above_floor([paraphrase], config.relevance_floor, config.floor_cosine)) == [1]

@@ -8,7 +8,7 @@ import random
 import pytest
 from ranking_helpers import rids
 
-from recallfs.ranking.fusion import best_possible, list_key, rrf
+from recallfs.ranking.fusion import best_possible, by_score, list_key, rrf
 from recallfs.ranking.provenance import DEFAULT_WEIGHTS, parse_weights, provenance_key, weight_for
 from recallfs.ranking.reference import rrf_reference
 
@@ -154,3 +154,33 @@ def test_provenance_key_orders_fact_summary_turn_then_arms():
     pool = [cand(1, 0.9, "turns", arms=("lexical", "semantic")), cand(2, 0.1, "facts"),
             cand(3, 0.5, "summaries"), cand(4, 0.2, "facts", arms=("lexical", "semantic"))]
     assert [c.rid for c in sorted(pool, key=provenance_key)] == [4, 2, 3, 1]
+
+
+@pytest.mark.parametrize(("scores", "expected"), [
+    # a turn matching far better than the best fact comes first: merged by rank, the fact would
+    ({"semantic:facts": {1: 0.41, 2: 0.40}, "semantic:turns": {3: 0.80, 4: 0.70}}, [3, 4, 1, 2]),
+    # cosines: no table is favoured, the better score wins however small the difference
+    ({"semantic:facts": {1: 0.5}, "semantic:turns": {3: 0.504}}, [3, 1]),
+    ({"semantic:summaries": {2: 0.5}, "semantic:facts": {1: 0.499}}, [2, 1]),
+    # calibrated BM25 (relative to each table's ceiling): a fact wins unless a summary scores 1/0.82
+    # times as high, a turn 1/0.8 times
+    ({"lexical:summaries": {2: 0.998}, "lexical:facts": {1: 0.861}}, [1, 2]),
+    ({"lexical:turns": {3: 0.9}, "lexical:facts": {1: 0.5}}, [3, 1]),
+    # a score of 0 is no match
+    ({"lexical:facts": {1: 0.0, 2: 0.2}, "lexical:summaries": {}}, [2]),
+    ({}, []),
+])
+def test_by_score_merges_one_arms_tables_by_its_scores(scores, expected):
+    tables = {rid: name.split(":", 1)[1] for name, found in scores.items() for rid in found}
+    merged = by_score(scores, tables)
+    assert rids(merged) == expected
+    assert all(0.0 < c.score <= 1.0 for c in merged)
+
+
+def test_by_score_scores_are_the_arms_scores_or_scaled_by_given_weights():
+    scores = {"semantic:turns": {3: 0.6}, "semantic:facts": {1: 0.3}}
+    merged = by_score(scores, {3: "turns", 1: "facts"})
+    assert [c.score for c in merged] == [pytest.approx(0.6), pytest.approx(0.3)]
+    assert merged[0].ranks == {"semantic:turns": 1} and merged[0].arms == {"semantic"}
+    weighted = by_score(scores, {3: "turns", 1: "facts"}, weights={"turns": 0.25})
+    assert [c.rid for c in weighted] == [1, 3]

@@ -7,7 +7,7 @@ from ranking_helpers import DAY0, cand, rids
 
 from recallfs.ranking.pipeline import StageConfig, recency_half_life
 from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS, dampen_recency, recency_factor
-from recallfs.ranking.temporal import temporal_intent, time_anchor
+from recallfs.ranking.temporal import question_of, temporal_intent, time_anchor
 
 
 @pytest.mark.parametrize(("query", "phrase"), [
@@ -156,3 +156,37 @@ def test_the_tie_break_remembers_timestamps():
     hits = _timestamp.cache_info().hits
     ordered(pool)
     assert _timestamp.cache_info().hits >= hits + 5
+
+
+@pytest.mark.parametrize(("query", "question"), [
+    ("what is the latest CI setup", "what is the latest CI setup"),
+    ("latest docs deployment", "latest docs deployment"),
+    ("", ""),
+    # a message: its question is the last sentence that asks, else its last sentence
+    ("I moved to Berlin now. Where do I live?", "Where do I live?"),
+    ("I am now in Berlin. What is the latest news? Thanks.", "What is the latest news?"),
+    ("I will send this now. Thank you.", "Thank you."),
+    ("So, when do I see the updated program, then?", "So, when do I see the updated program, then?"),
+    # lines: the last one that holds anything
+    ("Where is it now?\nwhich host runs the database?\n\n", "which host runs the database?"),
+    # a dialogue on one line (MADial): the last utterance, from its speaker tag on
+    ('<Tom>: "I am so nervous now." <Assistant>: "Why?" <Tom>: "What should I do? I have an exam."',
+     '"What should I do?'),
+    ("User: I now work at Acme Assistant: Noted. User: which team am I on?", "which team am I on?"),
+    # one tag is not a dialogue: "Status: ..." keeps its words
+    ("Current status: what is new?", "Current status: what is new?"),
+])
+def test_question_of(query, question):
+    assert question_of(query) == question
+
+
+@pytest.mark.parametrize(("query", "on"), [
+    ("what is the latest CI setup", True),
+    ('<Ann>: "I miss him so much now." <Assistant>: "I see." <Ann>: "Do you remember the lake trip?"', False),
+    ('<Ann>: "Long story." <Assistant>: "Go on." <Ann>: "What is my current job?"', True),
+    ("I'm so nervous now. Can you help me plan the talk?", False),
+    ("I changed teams. What is my newest project?", True),
+])
+def test_recency_reads_the_question_not_the_talk_around_it(query, on):
+    half_life, why = recency_half_life(StageConfig(), query, None)
+    assert (half_life > 0) is on, why
