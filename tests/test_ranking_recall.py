@@ -134,9 +134,12 @@ def test_rerank_without_vectors_degrades_softly(store):
 def test_provenance_weights_and_equal_weights(store):
     # A single arm merges its tables by its own scores; the lexical arm's turns weigh 0.8 by default
     # (ranking.provenance.SINGLE_ARM_WEIGHTS), and given weights replace that.
-    default = recall(store, ME, "release", arm="lexical")
-    equal = recall(store, ME, "release", arm="lexical", weights={})
-    halved = recall(store, ME, "release", arm="lexical", weights={"turns": 0.5})
+    # Session support with breadth is a noisy-OR, not linear in the scores: the weights are read with a
+    # session backed by its best hit alone, where scaling every score scales the result.
+    best_alone = StageConfig(session_breadth=0.0)
+    default = recall(store, ME, "release", arm="lexical", stages=best_alone)
+    equal = recall(store, ME, "release", arm="lexical", weights={}, stages=best_alone)
+    halved = recall(store, ME, "release", arm="lexical", weights={"turns": 0.5}, stages=best_alone)
 
     def best_turn(result) -> float:
         return max(h.score for h in result.hits if h.table == "turns")
