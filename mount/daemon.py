@@ -14,7 +14,6 @@ Exit codes: 0 mounted / clean unmount; 1 an error explained on stderr or in the 
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -26,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from recallfs.mount import registry
+from recallfs.mount import process_setup, registry
 from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
@@ -117,44 +116,6 @@ class _Ready:
         self._send(f"error: {message}")
 
 
-def _configure_logging(level: str) -> None:
-    root = logging.getLogger()
-    root.setLevel(getattr(logging, level.upper(), logging.INFO))
-    for handler in root.handlers:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger("pyfuse3").setLevel(logging.WARNING)
-
-
-def _limit_malloc_arenas(arenas: int = 2) -> None:
-    """glibc gives every thread that allocates its own malloc arena; DuckDB's, FAISS's and torch's
-    threads then keep hundreds of MB of freed memory resident. Two arenas bound that (a known glibc
-    behaviour; MALLOC_ARENA_MAX does the same from the environment). Harmless elsewhere."""
-    if os.environ.get("MALLOC_ARENA_MAX"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # M_ARENA_MAX
-    except (OSError, AttributeError):
-        pass
-
-
-# Container allocations between two young collections of the cyclic collector (CPython's default: 700).
-# The daemon keeps millions of long-lived objects (inodes, listings, the catalog's rows): with the
-# default, a cold `find` of the 100k bench store spent 9.0 of its 35 s in the collector (6,636 young, 603
-# middle and 22 full collections); with these, 1.9 s (80, 4, 1). Reference counting frees all else as
-# before; only garbage in cycles waits a little longer.
-GC_THRESHOLDS = (50_000, 20, 10)
-
-
-def _tune_gc() -> None:
-    """Called once set up, before serving: what start-up made (modules, the store, the operations) lives
-    as long as the daemon, so no full collection needs to scan it again (`gc.freeze`)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
 def _semantic_arm(settings: Settings) -> Any:
     """The semantic arm, loading its model in the background; None when unavailable (recall degrades)."""
     if not settings.semantic:
@@ -205,8 +166,8 @@ def serve(config: MountConfig) -> int:
     from recallfs.query.store import StoreError, StoreLockedError
 
     cfg = config.settings
-    _limit_malloc_arenas()  # before any thread starts
-    _configure_logging(cfg.log_level)
+    process_setup.limit_malloc_arenas()  # before any thread starts
+    process_setup.configure_logging(cfg.log_level)
     ready = _Ready(config.ready_fd)
     mountpoint = str(config.mountpoint)
     sock_path = registry.socket_path(config.store)
@@ -236,7 +197,7 @@ def serve(config: MountConfig) -> int:
         ready.fail(f"cannot mount {mountpoint}: {exc}")
         return 1
     control = _record(config, ops, sock_path)
-    _tune_gc()
+    process_setup.tune_gc()
     code = 0
     try:
         trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}")
