@@ -33,8 +33,22 @@ def load_semantic(
         while not ready and reason == "warming" and time.monotonic() < deadline:
             time.sleep(0.2)
             ready, reason = arm.availability()
+        if ready:
+            _serve_queries(arm, deadline)
     except Exception as exc:  # the probe reports; it never takes the eval down
         return None, f"the semantic arm could not be started: {type(exc).__name__}: {exc}"
     if not ready:
         return None, f"the semantic arm is not available: degraded_reason {reason!r}"
     return arm, None
+
+
+def _serve_queries(arm: SemanticArm, deadline: float) -> None:
+    """Embed queries as the mount does (its traced graph, at the precision it chose: query/query_encoder.py),
+    so that the figures are those of the recall a mount serves. Waits for the trace (a few seconds)."""
+    embedder = getattr(arm, "embedder", None)
+    if embedder is None or embedder.device != "cpu":
+        return
+    embedder.serve_queries()
+    limit = min(deadline, time.monotonic() + 120)  # a model that cannot be traced keeps the stock path
+    while embedder.query_path != "traced" and time.monotonic() < limit:
+        time.sleep(0.1)

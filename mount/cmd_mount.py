@@ -110,5 +110,6 @@ def _print_status(info: dict[str, Any], *, as_json: bool) -> None:
         if detail:
             line += (f", up {m.get('uptime_s')} s, {detail.get('requests', 0)} requests, "
                      f"{detail.get('unexpected_errors', 0)} errors, recall "
-                     + (f"degraded: {detail.get('degraded_reason')}" if detail.get("degraded") else "hybrid"))
+                     + (f"degraded: {detail.get('degraded_reason')}" if detail.get("degraded") else "hybrid")
+                     + (f" (query embedding {detail['query_embedding']})" if detail.get("query_embedding") else ""))
         print(line)

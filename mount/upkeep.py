@@ -165,6 +165,14 @@ class Upkeep:
             self.health_digest = digest
             await self.invalidate({INDEX_DEP})
 
+    def query_embedding(self) -> str | None:
+        """How this mount embeds a query now: "traced bfloat16", "traced float32" or "stock float32"
+        (query/query_encoder.py); None without a semantic arm."""
+        embedder = getattr(self.semantic, "embedder", None)
+        if embedder is None:
+            return None
+        return f"{embedder.query_path} {embedder.query_dtype}"
+
     def health(self, caches: dict[str, Any]) -> dict[str, Any]:
         """The health report of one view, with its own counts: inodes and caches."""
         return {
@@ -177,5 +185,6 @@ class Upkeep:
             "generation": self.store.generation,
             "degraded": not self.semantic_ready,
             "degraded_reason": None if self.semantic_ready else self.degraded_reason,
+            "query_embedding": self.query_embedding(),
             **index_health(),  # derived indexes this process found behind or damaged, and rebuilt
         }

@@ -30,8 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from recallfs.query.chunks import encoder_windows
-from recallfs.query.query_encoder import traced_query_encoder
-from recallfs.query.settings import Settings
+from recallfs.query.query_encoder import PRECISIONS, traced_query_encoder
+from recallfs.query.settings import Settings, SettingsError, setting
 
 log = logging.getLogger("recallfs.embedder")
 
@@ -268,6 +268,7 @@ class Embedder:
         # One query through a frozen copy of the loaded model (query/query_encoder.py); None: the stock path
         self._query_fast: Callable[[str], np.ndarray] | None = None
         self._serves_queries = False  # serve_queries() was called: trace the query graph once loaded
+        self.query_precision = "float32"  # the traced graph's precision (query/query_encoder.PRECISIONS)
         self._dim: int | None = dim
         self._state = "idle"  # idle -> loading -> ready | missing | error
         self._problem = ""
@@ -369,13 +370,18 @@ class Embedder:
         """How a query is embedded now: "traced" (serve_queries' frozen graph) or "stock"."""
         return "traced" if self._query_fast is not None else "stock"
 
+    @property
+    def query_dtype(self) -> str:
+        """The precision queries are embedded in now: the traced graph's, else the model's float32."""
+        return str(getattr(self._query_fast, "precision", "float32"))
+
     def _trace_queries(self) -> None:
         encoder = self._encoder
         if self.device != "cpu" or encoder is None or not hasattr(encoder, "forward"):
             return  # an injected encoder (tests) or a GPU model: the stock path
 
         def trace() -> None:
-            self._query_fast = traced_query_encoder(encoder)
+            self._query_fast = traced_query_encoder(encoder, self.query_precision)
 
         threading.Thread(target=trace, name="recallfs-trace-query", daemon=True).start()
 
@@ -600,8 +606,12 @@ def any_loading() -> bool:
 
 def embedder_from_settings(cfg: Settings) -> Embedder:
     """The process's embedder for the `model` and `device` settings (RECALLFS_MODEL, RECALLFS_DEVICE)."""
+    if cfg.query_precision not in PRECISIONS:
+        raise SettingsError(f"{setting('query_precision').env}={cfg.query_precision!r}: expected "
+                            f"{', '.join(PRECISIONS)}")
     emb = shared_embedder(cfg.model, cfg.device)
     emb.load_timeout_s = cfg.model_load_timeout_s
+    emb.query_precision = cfg.query_precision
     return emb
 
 

@@ -6,6 +6,15 @@ between kernels, so the "parallel" embedding and the BM25 arm took turns on one 
 2 cores: the lexical arm went from 3.6 to 6-15 ms beside it). A traced, frozen module runs its whole
 graph in C++ with the GIL released, and the two really overlap.
 
+Precision (RECALLFS_QUERY_PRECISION): float32 by default; bfloat16 when asked for, or `auto`: where it
+is measured at least FASTER times quicker on this CPU. One short query is ~250 MFLOP of small matrix
+products on one core, the largest wait of a hybrid recall: on the development machine's AMD EPYC
+(AVX512-BF16) float32 took 9.8-10.4 ms and bfloat16 5.7 ms, with query vectors at cosine 0.99992-0.99999
+to float32's (stored memory vectors stay float32). It is not the default because those small shifts
+moved calibrated fusion's floors for a few eval questions, and no eval figure may fall
+(developer-notes/recall-performance.md has the figures). Where bfloat16 is emulated it is slower, and
+`auto` keeps float32.
+
 Used only when the model is the plain shape (transformer, mean pooling, optional normalize) and a
 probe of short and long texts gives the same vectors as the model itself; otherwise None, and queries
 take the stock path. Bulk embedding (ingest) always takes the stock path.
@@ -13,8 +22,12 @@ take the stock path. Bulk embedding (ingest) always takes the stock path.
 
 from __future__ import annotations
 
+import copy
 import logging
+import statistics
+import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,15 +37,24 @@ log = logging.getLogger("recallfs.embedder")
 # Short, typical and truncated (past 256 word pieces) inputs: a trace must agree on every length.
 _PROBES = ("hi", "Where is the primary database these days? We moved it to the eu-west cluster.",
            " ".join(["the release checklist names every migration and its owner"] * 40))
-AGREE = 0.99999  # cosine between the traced and the stock vector of each probe
+PRECISIONS = ("auto", "float32", "bfloat16")
+AGREE = 0.99999  # cosine between a float32 trace's vector and the stock vector, on every probe
+# bfloat16 keeps 8 bits of mantissa: its query vectors sat at 0.99992-0.99999 of float32's on 60 bench
+# queries. Below this the trace is not used (a model whose activations bfloat16 cannot carry).
+AGREE_REDUCED = 0.9995
+# `auto` takes bfloat16 only when its probe encodes are at least this much faster than float32's: a
+# near tie is not worth the (tiny) change in the vectors.
+FASTER = 1.3
+_TIMING_ROUNDS = 7
 
 
 class TracedQueryEncoder:
     """text -> the model's L2-normalised sentence vector (float32, shape (d,))."""
 
-    def __init__(self, tokenize: Any, module: Any) -> None:
+    def __init__(self, tokenize: Any, module: Any, precision: str = "float32") -> None:
         self._tokenize = tokenize  # sentence-transformers' own Transformer.preprocess: same cut, same case
         self._module = module
+        self.precision = precision
 
     def __call__(self, text: str) -> np.ndarray:
         import torch
@@ -43,20 +65,57 @@ class TracedQueryEncoder:
         return np.ascontiguousarray(vec[0].numpy(), dtype=np.float32)
 
 
-def traced_query_encoder(model: Any) -> TracedQueryEncoder | None:
-    """A TracedQueryEncoder for a loaded SentenceTransformer on the CPU, or None (see the module doc)."""
+def traced_query_encoder(model: Any, precision: str = "float32") -> TracedQueryEncoder | None:
+    """A TracedQueryEncoder for a loaded SentenceTransformer on the CPU, or None (see the module doc).
+    `precision`: one of PRECISIONS; `auto` measures both and keeps bfloat16 only when FASTER."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"query precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     try:
         if not _plain_shape(model):
             return None
-        encoder = _trace(model)
-        worst = min(float(np.dot(encoder(t), _stock(model, t))) for t in _PROBES)
+        full = _checked(model, "float32", AGREE) if precision in ("auto", "float32") else None
+        reduced = _checked(model, "bfloat16", AGREE_REDUCED) if precision in ("auto", "bfloat16") else None
     except Exception as exc:  # an unusual model or torch build: queries keep the stock path
         log.info("traced query encoder not used: %s: %s", type(exc).__name__, exc)
         return None
-    if worst < AGREE:
-        log.info("traced query encoder not used: the probe vectors differ (cosine %.6f)", worst)
+    if full is None or reduced is None:
+        return full or reduced
+    ms_full, ms_reduced = timed_pair(full, reduced)
+    log.info("query encoder: float32 %.1f ms, bfloat16 %.1f ms per probe", ms_full, ms_reduced)
+    return reduced if prefer_reduced(ms_full, ms_reduced) else full
+
+
+def prefer_reduced(ms_full: float, ms_reduced: float) -> bool:
+    """Whether `auto` takes bfloat16, from each precision's measured ms per probe encode."""
+    return ms_reduced > 0 and ms_reduced * FASTER <= ms_full
+
+
+def _checked(model: Any, precision: str, agree: float) -> TracedQueryEncoder | None:
+    """The trace at this precision, when every probe's vector agrees with the stock one."""
+    encoder = _trace(model, precision)
+    worst = min(float(np.dot(encoder(t), _stock(model, t))) for t in _PROBES)
+    if worst < agree:
+        log.info("%s query encoder not used: the probe vectors differ (cosine %.6f)", precision, worst)
         return None
     return encoder
+
+
+def timed_pair(a: Callable[[str], Any], b: Callable[[str], Any]) -> tuple[float, float]:
+    """Median ms per encode of a typical probe, a and b alternating on one thread, as queries run."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    times: tuple[list[float], list[float]] = ([], [])
+    try:
+        for _ in range(_TIMING_ROUNDS):
+            for fn, out in ((a, times[0]), (b, times[1])):
+                t0 = time.perf_counter()
+                fn(_PROBES[1])
+                out.append((time.perf_counter() - t0) * 1000)
+    finally:
+        torch.set_num_threads(before)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def _plain_shape(model: Any) -> bool:
@@ -69,8 +128,8 @@ def _plain_shape(model: Any) -> bool:
 
 
 def _sentence_module(auto_model: Any) -> Any:
-    """(input_ids, attention_mask) -> the mean of the token vectors over the mask, L2-normalised:
-    sentence-transformers' Transformer, Pooling(mean) and Normalize as one traceable module."""
+    """(input_ids, attention_mask) -> the mean of the token vectors over the mask, L2-normalised in
+    float32: sentence-transformers' Transformer, Pooling(mean) and Normalize as one traceable module."""
     import torch
 
     class Sentence(torch.nn.Module):
@@ -79,7 +138,7 @@ def _sentence_module(auto_model: Any) -> Any:
             self.inner = auto_model
 
         def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-            tokens = self.inner(input_ids=ids, attention_mask=mask, return_dict=False)[0]
+            tokens = self.inner(input_ids=ids, attention_mask=mask, return_dict=False)[0].float()
             weights = mask.unsqueeze(-1).to(tokens.dtype)
             pooled = (tokens * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
@@ -87,20 +146,45 @@ def _sentence_module(auto_model: Any) -> Any:
     return Sentence().eval()
 
 
-def _trace(model: Any) -> TracedQueryEncoder:
+def _bfloat16_copy(auto_model: Any) -> Any:
+    """A bfloat16 copy of the transformer. The loaded model's Linear layers may be oneDNN modules
+    (query/embedder.onednn_linears), which hold their weights in oneDNN's layout and cast to no other
+    dtype: they become plain Linear layers first."""
+    import torch
+
+    def plain(module: torch.nn.Module) -> None:
+        for name, child in module.named_children():
+            if getattr(child, "original_name", "") == "MkldnnLinear":
+                held: Any = child  # a ScriptModule: its buffers are oneDNN tensors
+                weight = held.weight.to_dense()
+                linear = torch.nn.Linear(weight.shape[1], weight.shape[0])
+                with torch.no_grad():
+                    linear.weight.copy_(weight)
+                    linear.bias.copy_(held.bias.to_dense())
+                setattr(module, name, linear)
+            else:
+                plain(child)
+
+    clone = copy.deepcopy(auto_model)
+    plain(clone)
+    return clone.to(torch.bfloat16).eval()
+
+
+def _trace(model: Any, precision: str = "float32") -> TracedQueryEncoder:
     import torch
 
     first = model[0]
     # preprocess() is sentence-transformers' own cut (tokenize() before 6.x): the same input ids
     tokenize = first.preprocess if hasattr(first, "preprocess") else first.tokenize
     example = tokenize([_PROBES[1]])
+    inner = first.auto_model if precision == "float32" else _bfloat16_copy(first.auto_model)
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")  # the tracer's notes on Python branches it fixed for this shape
         traced = torch.jit.trace(  # type: ignore[no-untyped-call]
-            _sentence_module(first.auto_model), (example["input_ids"], example["attention_mask"]),
+            _sentence_module(inner), (example["input_ids"], example["attention_mask"]),
             check_trace=False)
     frozen = torch.jit.freeze(traced.eval())
-    return TracedQueryEncoder(tokenize, frozen)
+    return TracedQueryEncoder(tokenize, frozen, precision)
 
 
 def _stock(model: Any, text: str) -> np.ndarray:

@@ -1,5 +1,5 @@
 """The traced query encoder (query/query_encoder.py): the packaged model's own vectors, on one frozen
-graph; and the stock path for a model of another shape. Real model, no stand-ins."""
+graph, in float32 or bfloat16; and the stock path for a model of another shape. Real model, no stand-ins."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from recallfs.query.embedder import Embedder, default_model_path
-from recallfs.query.query_encoder import AGREE, traced_query_encoder
+from recallfs.query.embedder import Embedder, default_model_path, embedder_from_settings
+from recallfs.query.query_encoder import AGREE, AGREE_REDUCED, prefer_reduced, traced_query_encoder
+from recallfs.query.settings import SettingsError, resolve
 
 # Lengths from two word pieces to past the model's 256, scripts, and text a query may carry.
 QUERIES = [
@@ -23,6 +24,9 @@ QUERIES = [
     "what did maya say about the release checklist " * 12,
     "We moved it to eu-west last week. " * 60,  # past 256 word pieces: cut as the model cuts it
 ]
+# How far each precision's vector may sit from the stock float32 one: cosine, and the largest
+# difference in any coordinate (bfloat16 keeps 8 bits of mantissa).
+TOLERANCE = {"float32": (AGREE, 1e-5), "bfloat16": (AGREE_REDUCED, 2e-2)}
 
 
 def _traced(minilm):
@@ -36,24 +40,64 @@ def _traced(minilm):
     return minilm
 
 
+@pytest.fixture(scope="module", params=["float32", "bfloat16"])
+def forced(request, minilm):
+    """A trace at each precision, asked for by name (RECALLFS_QUERY_PRECISION)."""
+    if minilm.device != "cpu":
+        pytest.skip("the traced query path is used on CPU only")
+    encoder = traced_query_encoder(minilm._require(), request.param)
+    assert encoder is not None and encoder.precision == request.param
+    return encoder
+
+
 def test_an_embedder_that_serves_no_queries_keeps_the_stock_path():
     # ingest and a one-off CLI recall load the model without serve_queries: no ~2 s trace for them
     emb = Embedder()
     assert emb.wait_ready(300)
     time.sleep(0.5)
     assert emb.query_path == "stock"
+    assert emb.query_dtype == "float32"
 
 
 @pytest.mark.parametrize("text", QUERIES)
-def test_query_vectors_are_the_models_own(minilm, text):
+def test_served_query_vectors_are_the_models_own(minilm, text):
     minilm = _traced(minilm)
     assert minilm.query_path == "traced"  # the packaged model is the plain shape: the fast path is on
     stock = minilm._encode([text], batch_size=1)[0]
     got = minilm._encode_query(text)
+    agree, largest = TOLERANCE[minilm.query_dtype]
     assert got.dtype == np.float32 and got.shape == stock.shape
     assert abs(float(np.linalg.norm(got)) - 1.0) < 1e-5
-    assert float(got @ stock) >= AGREE
-    assert np.abs(got - stock).max() < 1e-5
+    assert float(got @ stock) >= agree
+    assert np.abs(got - stock).max() < largest
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_each_precision_gives_the_models_vectors(minilm, forced, text):
+    stock = minilm._encode([text], batch_size=1)[0]
+    got = forced(text)
+    agree, largest = TOLERANCE[forced.precision]
+    assert got.dtype == np.float32 and got.shape == stock.shape  # bfloat16 inside, float32 out
+    assert abs(float(np.linalg.norm(got)) - 1.0) < 1e-5
+    assert float(got @ stock) >= agree
+    assert np.abs(got - stock).max() < largest
+
+
+@pytest.mark.parametrize(("ms_full", "ms_reduced", "reduced"), [
+    (10.0, 5.7, True),  # the development machine's AVX512-BF16 EPYC
+    (10.0, 7.6, True),  # just past 1.3x
+    (10.0, 8.0, False),  # a near tie keeps float32's exact vectors
+    (6.0, 14.0, False),  # bfloat16 emulated in software: slower
+    (0.0, 0.0, False),
+])
+def test_auto_takes_bfloat16_only_when_clearly_faster(ms_full, ms_reduced, reduced):
+    assert prefer_reduced(ms_full, ms_reduced) is reduced
+
+
+@pytest.mark.parametrize("value", ["fp16", "BF16", "double", "int8"])
+def test_an_unknown_precision_is_a_settings_error(value):
+    with pytest.raises(SettingsError, match="RECALLFS_QUERY_PRECISION"):
+        embedder_from_settings(resolve(env={"RECALLFS_QUERY_PRECISION": value}))
 
 
 def test_a_model_of_another_shape_keeps_the_stock_path():
@@ -64,3 +108,4 @@ def test_a_model_of_another_shape_keeps_the_stock_path():
     cls_pooled = SentenceTransformer(modules=[word, Pooling(word.get_embedding_dimension(), "cls")],
                                      device="cpu")
     assert traced_query_encoder(cls_pooled) is None
+    assert traced_query_encoder(cls_pooled, "bfloat16") is None
