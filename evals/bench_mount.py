@@ -311,9 +311,10 @@ class Bench:
             semantic = SemanticSearch.from_settings(cfg)
             if semantic.embedder is not None:
                 semantic.embedder.wait_ready()
+                semantic.embedder.serve_queries()  # the daemon's query path, as it serves
         org, ws = parse_workspace(self.workspace)
         principal = Principal(org, ws, self.agent)
-        store = Store(store_path, read_only=True)
+        store = Store(store_path, read_only=True, threads=cfg.serve_threads)  # as the daemon opens it
 
         def timed(query: str) -> float:
             t0 = time.perf_counter()

@@ -209,7 +209,7 @@ def queries(n: int, seed: int) -> list[str]:
 def measure_recall(path: Path, embedder: Embedder, n_queries: int, budget_ms: float) -> dict[str, Any]:
     arm = SemanticSearch(embedder, budget_ms=budget_ms)
     out: dict[str, Any] = {}
-    with Store(path, read_only=True) as store:
+    with Store(path, read_only=True, threads=resolve().serve_threads or None) as store:  # as a mount opens it
         for q in queries(5, seed=1):  # warm: FAISS indexes loaded, caches filled, kernels warm
             recall(store, PRINCIPAL, q, arm="fused", semantic=arm)
             recall(store, PRINCIPAL, q, arm="lexical", semantic=arm)
@@ -267,9 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     import faiss
     import torch
 
-    device = (f"{embedder.device} (torch {torch.get_num_threads()} threads, query path {embedder.query_path}), "
+    device = (f"{embedder.device} (torch {torch.get_num_threads()} threads, query path {embedder.query_path} "
+              f"{embedder.query_dtype}), "
               f"faiss GPUs: {faiss.get_num_gpus()}")
-    print(f"model {embedder.model_id} ({embedder.dim}-d) on {device}; {os.cpu_count()} CPUs; "
+    print(f"model {embedder.model_id} ({embedder.dim}-d) on {device}; DuckDB threads "
+          f"{resolve().serve_threads or 'every core'} (RECALLFS_SERVE_THREADS); {os.cpu_count()} CPUs; "
           f"load average {os.getloadavg()[0]:.1f}")
 
     ingest = measure_ingest(embedder, args.ingest_rows, args.ingest_rounds) if args.ingest_rows > 0 else {}

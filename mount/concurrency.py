@@ -48,7 +48,7 @@ class GuardedStore(Store):
     def __init__(self, path: str | Path, **kwargs: Any) -> None:
         self.loop_thread: int | None = None
         self.violations = 0
-        super().__init__(path, memory_limit=self.MEMORY_LIMIT, **kwargs)  # set again at every reopen
+        super().__init__(path, memory_limit=self.MEMORY_LIMIT, **kwargs)  # set again at every reopen (as threads)
 
     def cursor(self) -> Cursor:
         if self.loop_thread is not None and threading.get_ident() == self.loop_thread:

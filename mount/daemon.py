@@ -144,17 +144,17 @@ def _owner_of(store: Path) -> str:
     return f"it is already mounted at {reply.get('mountpoint')} (pid {reply.get('pid')})"
 
 
-def _open_store(path: Path) -> Any:
+def _open_store(path: Path, threads: int) -> Any:
     """The daemon's store, read-write; read-only when its file system or file allows no more (browsing
-    and recall work, ingest is refused, and health says why)."""
+    and recall work, ingest is refused, and health says why). `threads`: RECALLFS_SERVE_THREADS."""
     from recallfs.mount.concurrency import GuardedStore
     from recallfs.query.store import StoreReadOnlyError
 
     try:
-        return GuardedStore(path, create=False)
+        return GuardedStore(path, create=False, threads=threads or None)
     except StoreReadOnlyError as exc:
         log.warning("%s; serving it read-only (ingest is refused)", exc)
-        return GuardedStore(path, create=False, read_only=True)
+        return GuardedStore(path, create=False, read_only=True, threads=threads or None)
 
 
 def serve(config: MountConfig) -> int:
@@ -172,7 +172,7 @@ def serve(config: MountConfig) -> int:
     mountpoint = str(config.mountpoint)
     sock_path = registry.socket_path(config.store)
     try:
-        store = _open_store(config.store)
+        store = _open_store(config.store, cfg.serve_threads)
     except StoreLockedError:
         ready.fail(f"cannot mount {config.store}: {_owner_of(config.store)}. One store is served by one "
                    "daemon (DuckDB lets one process open it); to give several agents their own views, mount "

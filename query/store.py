@@ -106,10 +106,11 @@ def _file_backed(conn: duckdb.DuckDBPyConnection) -> bool:
 
 class Store:
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True,
-                 memory_limit: str | None = None) -> None:
+                 memory_limit: str | None = None, threads: int | None = None) -> None:
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self.memory_limit = memory_limit  # DuckDB's memory_limit ('512MB'); None: DuckDB's default
+        self.threads = threads  # DuckDB's threads (RECALLFS_SERVE_THREADS for a serving process); None: every core
         if not self.path.exists():
             if not create or read_only:
                 raise StoreError(f"no store at {self.path}; create one with `recallfs init --store {self.path}`")
@@ -168,6 +169,8 @@ class Store:
         conn.execute(f"SET disabled_compression_methods = '{DISABLED_COMPRESSION}'")
         if self.memory_limit is not None:
             conn.execute(f"SET memory_limit = '{self.memory_limit}'")
+        if self.threads is not None and self.threads > 0:
+            conn.execute(f"SET threads = {int(self.threads)}")
 
     # -- connections -----------------------------------------------------------------------------
     def cursor(self) -> Cursor:

@@ -165,3 +165,23 @@ async def test_a_mount_whose_store_cannot_be_reopened_is_failing(ops: MountOps, 
     moved.rename(ops.store.path)
     assert "results.json" in await listing(ops, await lookup_path(ops, "recall/.results/deploy steps again"))
     assert ops.health()["store"]["failed"] is None
+
+
+def _threads(store: Store) -> int:
+    return int(store.cursor().execute("SELECT current_setting('threads')").fetchone()[0])  # type: ignore[index]
+
+
+def test_a_serving_store_keeps_its_thread_setting_across_a_reopen(tmp_path: Path) -> None:
+    """The daemon opens its store with RECALLFS_SERVE_THREADS (1): a reopen after a fatal error is a new
+    database instance, which must get the setting again, or recall would quietly go back to DuckDB's
+    per-core plans (measured slower for recall's small queries beside the query embedding)."""
+    _sample_store(tmp_path).close()
+    with GuardedStore(tmp_path / "store.duckdb", create=False, threads=1) as store:
+        assert _threads(store) == 1
+        # DuckDB's invalidating window bug needs parallel plans: lift the setting for the trigger only
+        store.cursor().execute("SET threads = 2")
+        invalidate(store, store.partition("acme", "proj") or "")
+        assert _counts(store) and store.health.reopens == 1
+        assert _threads(store) == 1
+    with Store(tmp_path / "store.duckdb", create=False) as plain:  # the CLI's store: DuckDB's default
+        assert _threads(plain) >= 1
