@@ -68,14 +68,24 @@ def test_a_warm_walk_makes_no_open_and_almost_no_request(mounted: Mount) -> None
     assert detail["unexpected_errors"] == 0 and detail["listings_in_kernel"] > 50
 
 
+def warm_listing_pass(mounted: Mount, m: Path, dirs: list[str], before: dict[str, list[str]]) -> bool:
+    """Whether one of three passes over `dirs` made no READDIR. The kernel keeps a cached listing in
+    reclaimable pages, so on a busy machine one may be dropped and read again (CI saw 1 of 9); a daemon that
+    left the cache unused would read every listing on every pass."""
+    for _ in range(3):
+        listed = requests(mounted)["readdir"]
+        assert {d: sorted(os.listdir(m / d)) for d in dirs} == before
+        if requests(mounted)["readdir"] == listed:
+            return True
+    return False
+
+
 def test_an_ingest_changes_every_warm_listing_it_touches(mounted: Mount, tmp_path: Path) -> None:
     m = mounted.path
     dirs = ["facts", "facts/by-kind/decision", "facts/by-tag/team-1", "history/f-walk-001", "history",
             "sessions", "sessions/2026-07-01-standup/turns", "entities", ""]
     before = {d: sorted(os.listdir(m / d)) for d in dirs}
-    listed = requests(mounted)["readdir"]
-    assert {d: sorted(os.listdir(m / d)) for d in dirs} == before
-    assert requests(mounted)["readdir"] == listed  # warm: every listing came from the kernel's cache
+    assert warm_listing_pass(mounted, m, dirs, before)  # every listing came from the kernel's cache
     future = m / "facts" / "a-new-heron-fact-after-the-walk--f-new.md"
     assert not future.exists()  # a name that may appear later is not cached as missing
     index = (m / "index.md").read_text()
