@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     embedder.serve_queries()  # as the daemon does; measured once its traced query path is ready
     deadline = time.monotonic() + 60
-    while embedder.query_path != "traced" and time.monotonic() < deadline:
+    while embedder.query_path == "stock" and time.monotonic() < deadline:
         time.sleep(0.1)
     import faiss
     import torch

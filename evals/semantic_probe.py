@@ -50,5 +50,5 @@ def _serve_queries(arm: SemanticArm, deadline: float) -> None:
         return
     embedder.serve_queries()
     limit = min(deadline, time.monotonic() + 120)  # a model that cannot be traced keeps the stock path
-    while embedder.query_path != "traced" and time.monotonic() < limit:
+    while embedder.query_path == "stock" and time.monotonic() < limit:
         time.sleep(0.1)

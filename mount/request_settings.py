@@ -24,7 +24,7 @@ DAEMON_ONLY = {
     "model": "the daemon answers with the model it has loaded",
     "device": "the daemon's model is already loaded on its device",
     "embed_timeout_ms": "the daemon's semantic arm keeps its own time budget",
-    "query_precision": "the daemon's query graph is traced once, at mount",
+    "query_precision": "the daemon's query graph is built once, at mount",
     "serve_threads": "a setting of the daemon's store connection",
     "warm_timeout_ms": "the daemon's model is loaded once, at mount",
     "model_load_timeout_s": "the daemon's model is loaded once, at mount",

@@ -166,8 +166,8 @@ class Upkeep:
             await self.invalidate({INDEX_DEP})
 
     def query_embedding(self) -> str | None:
-        """How this mount embeds a query now: "traced bfloat16", "traced float32" or "stock float32"
-        (query/query_encoder.py); None without a semantic arm."""
+        """How this mount embeds a query now: "onnx float32", "traced float32", "traced bfloat16" or
+        "stock float32" (query/query_encoder.py); None without a semantic arm."""
         embedder = getattr(self.semantic, "embedder", None)
         if embedder is None:
             return None

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from recallfs.query.chunks import encoder_windows
-from recallfs.query.query_encoder import PRECISIONS, traced_query_encoder
+from recallfs.query.query_encoder import PRECISIONS, QueryEncoder, fast_query_encoder
 from recallfs.query.settings import Settings, SettingsError, setting
 
 log = logging.getLogger("recallfs.embedder")
@@ -266,7 +266,7 @@ class Embedder:
         self._thread: threading.Thread | None = None
         self._encoder: Encoder | None = None
         # One query through a frozen copy of the loaded model (query/query_encoder.py); None: the stock path
-        self._query_fast: Callable[[str], np.ndarray] | None = None
+        self._query_fast: QueryEncoder | None = None
         self._serves_queries = False  # serve_queries() was called: trace the query graph once loaded
         self.query_precision = "float32"  # the traced graph's precision (query/query_encoder.PRECISIONS)
         self._dim: int | None = dim
@@ -367,13 +367,13 @@ class Embedder:
 
     @property
     def query_path(self) -> str:
-        """How a query is embedded now: "traced" (serve_queries' frozen graph) or "stock"."""
-        return "traced" if self._query_fast is not None else "stock"
+        """How a query is embedded now: "onnx" or "traced" (serve_queries' fast paths), or "stock"."""
+        return self._query_fast.runtime if self._query_fast is not None else "stock"
 
     @property
     def query_dtype(self) -> str:
-        """The precision queries are embedded in now: the traced graph's, else the model's float32."""
-        return str(getattr(self._query_fast, "precision", "float32"))
+        """The precision queries are embedded in now: the fast path's, else the model's float32."""
+        return self._query_fast.precision if self._query_fast is not None else "float32"
 
     def _trace_queries(self) -> None:
         encoder = self._encoder
@@ -381,7 +381,7 @@ class Embedder:
             return  # an injected encoder (tests) or a GPU model: the stock path
 
         def trace() -> None:
-            self._query_fast = traced_query_encoder(encoder, self.query_precision)
+            self._query_fast = fast_query_encoder(encoder, self.query_precision)
 
         threading.Thread(target=trace, name="recallfs-trace-query", daemon=True).start()
 

@@ -1,17 +1,21 @@
-"""One query sentence through a frozen TorchScript copy of the model: the same vector, made outside the GIL.
+"""A fast path for one query sentence: the model's own vector, made outside the GIL.
 
 recall embeds its query on a worker thread while its lexical arm runs (query/semantic.py). Through
 sentence-transformers, the forward pass is some hundred Python-level module calls; each holds the GIL
 between kernels, so the "parallel" embedding and the BM25 arm took turns on one core (measured on
-2 cores: the lexical arm went from 3.6 to 6-15 ms beside it). A traced, frozen module runs its whole
-graph in C++ with the GIL released, and the two really overlap.
+2 cores: the lexical arm went from 3.6 to 6-15 ms beside it). Both fast paths run the whole graph in
+C++ with the GIL released, so the two really overlap:
+- float32, by default: ONNX Runtime over a graph exported from the loaded model (query/onnx_query.py),
+  about half the traced graph's time; where onnxruntime is missing or disagrees, a frozen TorchScript
+  trace of the model;
+- bfloat16 (RECALLFS_QUERY_PRECISION), on the traced graph only.
 
-Precision (RECALLFS_QUERY_PRECISION): float32 by default; bfloat16 when asked for, or `auto`: where it
-is measured at least FASTER times quicker on this CPU. One short query is ~250 MFLOP of small matrix
-products on one core, the largest wait of a hybrid recall: on the development machine's AMD EPYC
-(AVX512-BF16) float32 took 9.8-10.4 ms and bfloat16 5.7 ms, with query vectors at cosine 0.99992-0.99999
-to float32's (stored memory vectors stay float32). It is not the default because those small shifts
-moved calibrated fusion's floors for a few eval questions, and no eval figure may fall
+Precision: float32 by default; bfloat16 when asked for, or `auto`: where it is measured at least FASTER
+times quicker on this CPU than the float32 path. On the development machine's AMD EPYC (AVX512-BF16) a
+20-word-piece probe took 9.8-11.9 ms traced in float32, 5.7 ms traced in bfloat16 and 6.9 ms through
+ONNX Runtime in float32, so `auto` keeps float32 there. bfloat16's query vectors sit at cosine
+0.99992-0.99999 to float32's (stored memory vectors stay float32); it is not the default because those
+small shifts moved calibrated fusion's floors for a few eval questions, and no eval figure may fall
 (developer-notes/recall-performance.md has the figures). Where bfloat16 is emulated it is slower, and
 `auto` keeps float32.
 
@@ -28,9 +32,11 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+
+from recallfs.query.onnx_query import onnx_query_encoder
 
 log = logging.getLogger("recallfs.embedder")
 
@@ -48,8 +54,19 @@ FASTER = 1.3
 _TIMING_ROUNDS = 7
 
 
+class QueryEncoder(Protocol):
+    """text -> the model's L2-normalised sentence vector (float32, shape (d,)), and how it is made."""
+
+    runtime: str  # "onnx" or "traced": Embedder.query_path
+    precision: str  # "float32" or "bfloat16"
+
+    def __call__(self, text: str) -> np.ndarray: ...
+
+
 class TracedQueryEncoder:
-    """text -> the model's L2-normalised sentence vector (float32, shape (d,))."""
+    """text -> the model's L2-normalised sentence vector (float32, shape (d,)), by a frozen torch graph."""
+
+    runtime = "traced"
 
     def __init__(self, tokenize: Any, module: Any, precision: str = "float32") -> None:
         self._tokenize = tokenize  # sentence-transformers' own Transformer.preprocess: same cut, same case
@@ -65,18 +82,21 @@ class TracedQueryEncoder:
         return np.ascontiguousarray(vec[0].numpy(), dtype=np.float32)
 
 
-def traced_query_encoder(model: Any, precision: str = "float32") -> TracedQueryEncoder | None:
-    """A TracedQueryEncoder for a loaded SentenceTransformer on the CPU, or None (see the module doc).
-    `precision`: one of PRECISIONS; `auto` measures both and keeps bfloat16 only when FASTER."""
+def fast_query_encoder(model: Any, precision: str = "float32", runtime: str = "auto") -> QueryEncoder | None:
+    """The fast query path for a loaded SentenceTransformer on the CPU, or None (see the module doc).
+    `precision`: one of PRECISIONS; `auto` measures both and keeps bfloat16 only when FASTER.
+    `runtime` (float32 only): "onnx" or "traced" to ask for one; `auto` takes ONNX Runtime where it is
+    installed and agrees (query/onnx_query.py), else the traced graph."""
     if precision not in PRECISIONS:
         raise ValueError(f"query precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     try:
         if not _plain_shape(model):
             return None
-        full = _checked(model, "float32", AGREE) if precision in ("auto", "float32") else None
-        reduced = _checked(model, "bfloat16", AGREE_REDUCED) if precision in ("auto", "bfloat16") else None
+        full = _full(model, runtime) if precision in ("auto", "float32") else None
+        reduced = _checked(model, _trace(model, "bfloat16"), AGREE_REDUCED) if precision in (
+            "auto", "bfloat16") else None
     except Exception as exc:  # an unusual model or torch build: queries keep the stock path
-        log.info("traced query encoder not used: %s: %s", type(exc).__name__, exc)
+        log.info("fast query encoder not used: %s: %s", type(exc).__name__, exc)
         return None
     if full is None or reduced is None:
         return full or reduced
@@ -85,17 +105,30 @@ def traced_query_encoder(model: Any, precision: str = "float32") -> TracedQueryE
     return reduced if prefer_reduced(ms_full, ms_reduced) else full
 
 
+def _full(model: Any, runtime: str) -> QueryEncoder | None:
+    """The float32 path: ONNX Runtime's graph when allowed, there and agreeing; else the traced one."""
+    if runtime in ("auto", "onnx"):
+        first = model[0]
+        tokenize = _tokenizer(first)
+        sentence = _sentence_module(_plain_copy(first.auto_model))
+        exported = onnx_query_encoder(tokenize, sentence, tokenize([_PROBES[1]]))
+        checked = _checked(model, exported, AGREE) if exported is not None else None
+        if checked is not None or runtime == "onnx":
+            return checked
+    return _checked(model, _trace(model, "float32"), AGREE)
+
+
 def prefer_reduced(ms_full: float, ms_reduced: float) -> bool:
     """Whether `auto` takes bfloat16, from each precision's measured ms per probe encode."""
     return ms_reduced > 0 and ms_reduced * FASTER <= ms_full
 
 
-def _checked(model: Any, precision: str, agree: float) -> TracedQueryEncoder | None:
-    """The trace at this precision, when every probe's vector agrees with the stock one."""
-    encoder = _trace(model, precision)
+def _checked(model: Any, encoder: QueryEncoder, agree: float) -> QueryEncoder | None:
+    """`encoder`, when every probe's vector agrees with the stock one."""
     worst = min(float(np.dot(encoder(t), _stock(model, t))) for t in _PROBES)
     if worst < agree:
-        log.info("%s query encoder not used: the probe vectors differ (cosine %.6f)", precision, worst)
+        log.info("%s %s query encoder not used: the probe vectors differ (cosine %.6f)", encoder.runtime,
+                 encoder.precision, worst)
         return None
     return encoder
 
@@ -146,10 +179,10 @@ def _sentence_module(auto_model: Any) -> Any:
     return Sentence().eval()
 
 
-def _bfloat16_copy(auto_model: Any) -> Any:
-    """A bfloat16 copy of the transformer. The loaded model's Linear layers may be oneDNN modules
-    (query/embedder.onednn_linears), which hold their weights in oneDNN's layout and cast to no other
-    dtype: they become plain Linear layers first."""
+def _plain_copy(auto_model: Any) -> Any:
+    """A copy of the transformer with plain Linear layers. The loaded model's may be oneDNN modules
+    (query/embedder.onednn_linears), which hold their weights in oneDNN's layout: they cast to no other
+    dtype, and the ONNX exporter does not know them."""
     import torch
 
     def plain(module: torch.nn.Module) -> None:
@@ -167,17 +200,21 @@ def _bfloat16_copy(auto_model: Any) -> Any:
 
     clone = copy.deepcopy(auto_model)
     plain(clone)
-    return clone.to(torch.bfloat16).eval()
+    return clone.eval()
+
+
+def _tokenizer(first: Any) -> Any:
+    # preprocess() is sentence-transformers' own cut (tokenize() before 6.x): the same input ids
+    return first.preprocess if hasattr(first, "preprocess") else first.tokenize
 
 
 def _trace(model: Any, precision: str = "float32") -> TracedQueryEncoder:
     import torch
 
     first = model[0]
-    # preprocess() is sentence-transformers' own cut (tokenize() before 6.x): the same input ids
-    tokenize = first.preprocess if hasattr(first, "preprocess") else first.tokenize
+    tokenize = _tokenizer(first)
     example = tokenize([_PROBES[1]])
-    inner = first.auto_model if precision == "float32" else _bfloat16_copy(first.auto_model)
+    inner = first.auto_model if precision == "float32" else _plain_copy(first.auto_model).to(torch.bfloat16)
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")  # the tracer's notes on Python branches it fixed for this shape
         traced = torch.jit.trace(  # type: ignore[no-untyped-call]

@@ -124,10 +124,11 @@ class Settings:
     model: str = _s("", "sentence-transformers model directory (default: the packaged MiniLM-L6)")
     semantic: bool = _s(True, "run the semantic arm; false reports degraded: off")
     device: str = _s("auto", "embedding device: auto, cpu or cuda")
-    query_precision: str = _s("float32", "precision of the mount's query embedding on CPU: float32, bfloat16 "
-                              "(~1.8x faster on a CPU with AVX512-BF16, query vectors within cosine 0.9999; "
-                              "moved a few eval questions), or auto (bfloat16 where this CPU runs it at least "
-                              "1.3x faster)")
+    query_precision: str = _s("float32", "precision of the mount's query embedding on CPU: float32 (through "
+                              "ONNX Runtime), bfloat16 (a traced torch graph, query vectors within cosine "
+                              "0.9999; moved a few eval questions; on an AVX512-BF16 CPU about as fast as "
+                              "float32's ONNX path), or auto (bfloat16 where this CPU runs it at least 1.3x "
+                              "faster than float32)")
     embed_timeout_ms: int = _s(2000, "time budget for embedding one query before recall answers lexically")
     warm_timeout_ms: int = _s(0, "how long a CLI recall waits for the model to load (0: until loaded, at most "
                               "model_load_timeout_s)")

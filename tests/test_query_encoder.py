@@ -1,15 +1,17 @@
-"""The traced query encoder (query/query_encoder.py): the packaged model's own vectors, on one frozen
-graph, in float32 or bfloat16; and the stock path for a model of another shape. Real model, no stand-ins."""
+"""The fast query encoders (query/query_encoder.py, query/onnx_query.py): the packaged model's own vectors
+through ONNX Runtime (float32) or one frozen torch graph (float32 or bfloat16); and the stock path for a
+model of another shape. Real model, real onnxruntime, no stand-ins."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
 import pytest
 
 from recallfs.query.embedder import Embedder, default_model_path, embedder_from_settings
-from recallfs.query.query_encoder import AGREE, AGREE_REDUCED, prefer_reduced, traced_query_encoder
+from recallfs.query.query_encoder import AGREE, AGREE_REDUCED, fast_query_encoder, prefer_reduced
 from recallfs.query.settings import SettingsError, resolve
 
 # Lengths from two word pieces to past the model's 256, scripts, and text a query may carry.
@@ -29,24 +31,29 @@ QUERIES = [
 TOLERANCE = {"float32": (AGREE, 1e-5), "bfloat16": (AGREE_REDUCED, 2e-2)}
 
 
-def _traced(minilm):
-    """The shared embedder, serving queries as the daemon's does (serve_queries), its trace done."""
+def _served(minilm):
+    """The shared embedder, serving queries as the daemon's does (serve_queries), its fast path ready."""
     if minilm.device != "cpu":
-        pytest.skip("the traced query path is used on CPU only")
+        pytest.skip("the fast query paths are used on CPU only")
     minilm.serve_queries()
     deadline = time.monotonic() + 120
-    while minilm.query_path != "traced" and time.monotonic() < deadline:
+    while minilm.query_path == "stock" and time.monotonic() < deadline:
         time.sleep(0.05)
     return minilm
 
 
-@pytest.fixture(scope="module", params=["float32", "bfloat16"])
+# Every fast path, asked for by name: (RECALLFS_QUERY_PRECISION, runtime).
+PATHS = [("float32", "onnx"), ("float32", "traced"), ("bfloat16", "auto")]
+
+
+@pytest.fixture(scope="module", params=PATHS, ids=["onnx-float32", "traced-float32", "traced-bfloat16"])
 def forced(request, minilm):
-    """A trace at each precision, asked for by name (RECALLFS_QUERY_PRECISION)."""
     if minilm.device != "cpu":
-        pytest.skip("the traced query path is used on CPU only")
-    encoder = traced_query_encoder(minilm._require(), request.param)
-    assert encoder is not None and encoder.precision == request.param
+        pytest.skip("the fast query paths are used on CPU only")
+    precision, runtime = request.param
+    encoder = fast_query_encoder(minilm._require(), precision, runtime)
+    assert encoder is not None and encoder.precision == precision
+    assert encoder.runtime == ("onnx" if runtime == "onnx" else "traced")
     return encoder
 
 
@@ -61,8 +68,9 @@ def test_an_embedder_that_serves_no_queries_keeps_the_stock_path():
 
 @pytest.mark.parametrize("text", QUERIES)
 def test_served_query_vectors_are_the_models_own(minilm, text):
-    minilm = _traced(minilm)
-    assert minilm.query_path == "traced"  # the packaged model is the plain shape: the fast path is on
+    minilm = _served(minilm)
+    # the packaged model is the plain shape and onnxruntime is installed: the fastest path is on
+    assert (minilm.query_path, minilm.query_dtype) == ("onnx", "float32")
     stock = minilm._encode([text], batch_size=1)[0]
     got = minilm._encode_query(text)
     agree, largest = TOLERANCE[minilm.query_dtype]
@@ -107,5 +115,18 @@ def test_a_model_of_another_shape_keeps_the_stock_path():
     word = Transformer(default_model_path())
     cls_pooled = SentenceTransformer(modules=[word, Pooling(word.get_embedding_dimension(), "cls")],
                                      device="cpu")
-    assert traced_query_encoder(cls_pooled) is None
-    assert traced_query_encoder(cls_pooled, "bfloat16") is None
+    assert fast_query_encoder(cls_pooled) is None
+    assert fast_query_encoder(cls_pooled, "float32", "traced") is None
+    assert fast_query_encoder(cls_pooled, "bfloat16") is None
+
+
+def test_without_onnxruntime_float32_takes_the_traced_graph(minilm, monkeypatch):
+    # An install without the optional runtime (or one whose export fails) still gets a fast path.
+    if minilm.device != "cpu":
+        pytest.skip("the fast query paths are used on CPU only")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now raises ImportError
+    encoder = fast_query_encoder(minilm._require(), "float32")
+    assert encoder is not None and (encoder.runtime, encoder.precision) == ("traced", "float32")
+    assert fast_query_encoder(minilm._require(), "float32", "onnx") is None  # asked for by name: none
+    text = QUERIES[2]
+    assert float(encoder(text) @ minilm._encode([text], batch_size=1)[0]) >= AGREE
