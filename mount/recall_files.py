@@ -14,8 +14,8 @@ from recallfs.mount.paths import Kind
 from recallfs.query.readable import Row
 
 if TYPE_CHECKING:
+    from recallfs.query.entity_card import EntityCard
     from recallfs.query.results import RecallResult
-    from recallfs.query.shaping import EntityCard
 
 
 def snapshot(query: str, result: RecallResult, mountpoint: str = "",

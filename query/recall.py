@@ -28,6 +28,7 @@ from recallfs.query.arms import (
     single_arm,
 )
 from recallfs.query.blas import one_blas_thread
+from recallfs.query.entity_card import EntityCard, entity_card, fit_card
 from recallfs.query.fallback import fallback, filters_of
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import scope_clause
@@ -38,7 +39,7 @@ from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.readable import Row
 from recallfs.query.results import Hit, RecallResult
 from recallfs.query.settings import DEFAULTS
-from recallfs.query.shaping import EntityCard, StageInputs, apply_stages, entity_card, fit_card
+from recallfs.query.shaping import StageInputs, apply_stages
 from recallfs.query.staleness import current_links
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate
@@ -235,8 +236,8 @@ def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, tra
 
 
 def _entity(req: Request, scope: Scope, hits: list[Hit], trace: Trace) -> EntityCard | None:
-    """The card of the entity the query names exactly (query/shaping.entity_card), fitted beside the
-    page's hits: no fact twice, and within budget:N (shaping.fit_card)."""
+    """The card of the entity the query names exactly (query/entity_card.py), fitted beside the
+    page's hits: no fact twice, and within budget:N (entity_card.fit_card)."""
     if not req.text.strip():
         return None
     card = trace.timed("entity", partial(entity_card, scope.cur, scope.schema, req.text, scope.where, scope.params,

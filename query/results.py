@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from recallfs.query.shaping import EntityCard
+from recallfs.query.entity_card import EntityCard
 
 __all__ = ["Hit", "RecallResult"]
 

@@ -1,5 +1,6 @@
 """The I/O side of the ranking stages, for recall(): what the pure stages in `ranking/` need from the
-store (stored embeddings, entity names and cards), fetched only for authorized rows.
+store (stored embeddings, the close pairs found beside the stages), fetched only for authorized rows
+(the entity card is query/entity_card.py).
 
 Everything here fails soft: a store without a vectors table (semantic arm never run, or an older
 store) gives no embeddings, and the stages that need them say so in a note and skip or fall back.
@@ -8,7 +9,8 @@ store) gives no embeddings, and the stages that need them say so in a note and s
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,27 +25,15 @@ from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
 from recallfs.query.vectors import META_MODEL, VECTORS, has_chunk_column, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
+from recallfs.ranking.close_pairs import ClosePairs
 from recallfs.ranking.currentness import CurrentLink
-from recallfs.ranking.entity_match import match_entity
 from recallfs.ranking.pipeline import Shaped, StageConfig, shape
-from recallfs.ranking.text import estimate_tokens, words
 
 log = logging.getLogger("recallfs.shaping")
+# Where the collapse's close pairs are found beside the stages before it: a few threads, so that
+# concurrent recalls in the daemon do not queue behind one another's products.
+_PAIRS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-close-pairs")
 
-ENTITY_CARD_FACTS = 20  # facts shown on an entity card; the rest are in entities/<name>.md
-MAX_ENTITY_WORDS = 8  # longer queries are not looked up as entity names
-
-
-@dataclass(slots=True)
-class EntityCard:
-    """The entity a query names exactly, shown before the ranked hits (alpha-recall's exact match)."""
-
-    name: str
-    facts: list[dict[str, Any]] = field(default_factory=list)  # current, authorized, newest first
-    total_facts: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "total_facts": self.total_facts, "facts": self.facts}
 
 
 def load_vectors(
@@ -93,22 +83,7 @@ def _indexed_vectors(
         return None
 
 
-_ENTITY_NAMES: LruCache[tuple[Any, ...], list[str]] = LruCache(256)
 _HAS_VECTORS: LruCache[tuple[Any, ...], bool] = LruCache(1024)
-
-
-def entity_names(cur: Cursor, schema: str, store: Store | None = None) -> list[str]:
-    """Every entity named by a fact in the partition. Unscoped, so never shown as such: a name only
-    leads to a card through `entity_card`, whose query carries the scope clause. Cached per store
-    generation when the store is given."""
-    def compute() -> list[str]:
-        rows = cur.execute(f"SELECT DISTINCT entity FROM {schema}.facts WHERE entity IS NOT NULL").fetchall()
-        return [str(r[0]) for r in rows]
-
-    if store is None:
-        return compute()
-    names: list[str] = _ENTITY_NAMES.get_or_compute((str(store.path), *store_state(store), schema), compute)
-    return names
 
 
 def _vectors_table_exists(cur: Cursor, store: Store | None, schema: str) -> bool:
@@ -118,81 +93,6 @@ def _vectors_table_exists(cur: Cursor, store: Store | None, schema: str) -> bool
         return has_vectors_table(cur, schema)
     return bool(_HAS_VECTORS.get_or_compute((str(store.path), *store_state(store), schema),
                                             lambda: has_vectors_table(cur, schema)))
-
-
-def entity_card(
-    cur: Cursor, schema: str, query_text: str, where: str, params: list[object],
-    store: Store | None = None,
-) -> EntityCard | None:
-    """The card of the entity the query names exactly, or None: also when none of its facts is
-    current and readable by this principal (a denied entity is absent), and when the lookup fails
-    (the card is an extra; recall never fails for it)."""
-    if not 0 < len(words(query_text)) <= MAX_ENTITY_WORDS:
-        return None  # an exact match needs the whole query to be a name: a sentence never is
-    try:
-        names = entity_names(cur, schema, store)
-        name = match_entity(query_text, names)
-        if name is None:
-            return None
-        spellings = [n for n in names if words(n) == words(name)]  # "Maya" and "maya" are one entity
-        # No windowed count over the whole result for the total: over the scope clause's semi-join on
-        # `heads`, DuckDB 1.5.5 intermittently fails with an internal error that invalidates the
-        # database (developer-notes/concurrency.md). A second count only runs when the page is full.
-        match = f"m.entity IN ({', '.join('?' * len(spellings))}) AND {where}"
-        rows = cur.execute(
-            f"""SELECT m.id, m.kind, m.content, m.created_at, m.version, m.tags FROM {schema}.facts m
-                WHERE {match} ORDER BY m.created_at DESC, m.id LIMIT ?""",
-            [*spellings, *params, ENTITY_CARD_FACTS],
-        ).fetchall()
-        total = len(rows)
-        if total == ENTITY_CARD_FACTS:
-            count = cur.execute(f"SELECT count(*) FROM {schema}.facts m WHERE {match}", [*spellings, *params])
-            row = count.fetchone()  # a count answers one row
-            total = int(row[0]) if row else total
-    except duckdb.Error:
-        log.exception("entity lookup failed in %s", schema)
-        return None
-    if not rows:
-        return None
-    facts = [
-        {"id": r[0], "kind": r[1], "content": r[2], "created_at": r[3].isoformat() if r[3] else None,
-         "version": r[4], "tags": list(r[5] or [])}
-        for r in rows
-    ]
-    return EntityCard(name=name, facts=facts, total_facts=total)
-
-
-def fit_card(
-    card: EntityCard | None, hits: Sequence[tuple[str, int, str]], budget: int | None
-) -> tuple[EntityCard | None, list[str]]:
-    """The card as returned beside this page of hits ((id, rank, content) each), and notes.
-
-    Nothing is returned twice: a card fact that is a hit keeps its place on the card as a reference to
-    the hit's rank, without its text. `budget:N` covers everything returned: the hits were chosen
-    within it first (they are ranked), and the card's facts take what is left, in card order; those
-    that do not fit are dropped and the note says how many. None when nothing of the card is left."""
-    if card is None:
-        return None, []
-    ranks = {mem_id: rank for mem_id, rank, _ in hits}
-    left = None if budget is None else budget - sum(estimate_tokens(text) for _, _, text in hits)
-    facts: list[dict[str, Any]] = []
-    dropped = 0
-    for fact in card.facts:
-        rank = ranks.get(fact["id"])
-        if rank is not None:
-            facts.append({k: v for k, v in fact.items() if k != "content"} | {"hit": rank})
-        elif left is None or estimate_tokens(fact["content"]) <= left:
-            left = None if left is None else left - estimate_tokens(fact["content"])
-            facts.append(fact)
-        else:
-            dropped += 1
-    notes = []
-    if dropped:
-        notes.append(f"budget {budget} tokens: the entity card of {card.name} kept {len(facts)} of "
-                     f"{len(card.facts)} facts (the hits came first)")
-    if not facts:
-        return None, notes
-    return EntityCard(name=card.name, facts=facts, total_facts=card.total_facts), notes
 
 
 def query_vector(query: SemanticQuery | None) -> tuple[np.ndarray | None, str | None]:
@@ -244,11 +144,29 @@ def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInpu
     wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
     vectors, vector_note = _candidate_vectors(cands, inputs) if wants_vectors and cands else (None, None)
     qvec, qvec_note = query_vector(inputs.query) if config.rerank and cands else (None, None)
+    pairs = _close_pairs_beside(cands, vectors, config) if config.collapse and vectors else None
     shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
                    recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
-                   calibrated=inputs.calibrated, links=inputs.links)
+                   calibrated=inputs.calibrated, links=inputs.links, close_pairs=pairs)
     _note_fallbacks(shaped, config, budget, vector_note, qvec_note)
     return shaped
+
+
+def _close_pairs_beside(
+    cands: Sequence[Candidate], vectors: Mapping[int, np.ndarray], config: StageConfig
+) -> Callable[[], ClosePairs | None]:
+    """Start finding the collapse's close pairs on a worker (its product releases the GIL), so that it
+    runs beside the stages before collapse; the stage asks for them when it gets there. A failure
+    leaves the stage to find them itself."""
+    job = _PAIRS.submit(ClosePairs.among, [c.rid for c in cands], vectors, config.collapse_threshold)
+
+    def found() -> ClosePairs | None:
+        try:
+            return job.result()
+        except Exception:
+            log.warning("finding close pairs beside the stages failed", exc_info=True)
+            return None
+    return found
 
 
 def _note_fallbacks(

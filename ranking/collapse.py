@@ -18,12 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-import numpy.typing as npt
-
 from recallfs.ranking.candidates import Candidate, absorb, ordered
+from recallfs.ranking.close_pairs import ClosePairs, earlier_close, lower_pairs, unit, usable_rows
 from recallfs.ranking.provenance import provenance_key
-from recallfs.ranking.similarity import Vector, common_dim
+from recallfs.ranking.similarity import Vector
 from recallfs.ranking.stage_config import DEFAULT_THRESHOLD
 from recallfs.ranking.text import content_words, fold
 
@@ -33,12 +31,15 @@ def collapse_near_duplicates(
     vectors: Mapping[int, Vector] | None,
     *,
     threshold: float = DEFAULT_THRESHOLD,
+    pairs: ClosePairs | None = None,
 ) -> tuple[list[Candidate], str | None]:
-    """Returns (candidates, note or None). The note says when some comparisons fell back to text."""
+    """Returns (candidates, note or None). The note says when some comparisons fell back to text.
+    `pairs`: the close pairs, when found beforehand (ClosePairs.among, over these candidates' rids or
+    more, with the same vectors); otherwise found here."""
     if len(cands) < 2:
         return list(cands), None
     work = ordered(list(cands))
-    earlier, with_vectors = _close_pairs(work, vectors, threshold)
+    earlier, with_vectors = _close_pairs(work, vectors, threshold, pairs)
     groups = _Groups(work, earlier)
     for i in range(len(work)):
         groups.place(i)
@@ -63,19 +64,19 @@ def collapse_near_duplicates(
 
 
 def _close_pairs(
-    work: list[Candidate], vectors: Mapping[int, Vector] | None, threshold: float
+    work: list[Candidate], vectors: Mapping[int, Vector] | None, threshold: float, pairs: ClosePairs | None,
 ) -> tuple[list[list[int]], int]:
     """(for each candidate, the earlier candidates at or above the cosine threshold, in order; how many
-    candidates have a usable vector). The cosine matrix is thresholded once: near-duplicates are rare,
-    so the per-candidate lists are short and the greedy pass below never touches the matrix again."""
+    candidates have a usable vector). From `pairs` when they were found beforehand for these
+    candidates; otherwise the cosine matrix is thresholded once here. Near-duplicates are rare, so the
+    per-candidate lists are short and the greedy pass below never touches the matrix again."""
+    if pairs is not None and pairs.covers(work, threshold) and len({c.rid for c in work}) == len(work):
+        return earlier_close(work, pairs)
     earlier: list[list[int]] = [[] for _ in work]
-    index, matrix = _usable_rows(work, vectors)
+    index, matrix = usable_rows([c.rid for c in work], vectors)
     if not index:
         return earlier, 0
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0  # a zero vector stays zero: similar to nothing
-    unit = matrix / norms
-    rows, cols = _lower_pairs(unit, threshold)
+    rows, cols = lower_pairs(unit(matrix), threshold)
     if len(index) == len(work):  # every candidate has a vector: positions are candidate indexes
         for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
             earlier[r].append(c)
@@ -83,54 +84,6 @@ def _close_pairs(
         for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
             earlier[index[r]].append(index[c])
     return earlier, len(index)
-
-
-def _lower_pairs(unit: npt.NDArray[np.float32], threshold: float) -> tuple[npt.NDArray[np.intp], ...]:
-    """(rows, cols) of every pair with col < row and cosine >= threshold, in row-major order (each row's
-    earlier columns ascending: the order seeds are made in). Only the lower triangle is wanted, so each
-    band of rows is multiplied by the columns up to its last row: about half the full product's work,
-    which at some 500 candidates is most of this stage."""
-    rows: list[npt.NDArray[np.intp]] = []
-    cols: list[npt.NDArray[np.intp]] = []
-    for start in range(0, len(unit), _BAND):
-        stop = min(start + _BAND, len(unit))
-        r, c = np.nonzero(unit[start:stop] @ unit[:stop].T >= threshold)
-        below = c < r + start  # the diagonal and the band's upper corner are not earlier candidates
-        rows.append(r[below] + start)
-        cols.append(c[below])
-    return np.concatenate(rows), np.concatenate(cols)
-
-
-_BAND = 64  # rows per product: smaller bands waste less above the diagonal, larger ones call BLAS less
-
-
-def _usable_rows(
-    work: list[Candidate], vectors: Mapping[int, Vector] | None
-) -> tuple[list[int], npt.NDArray[np.float32]]:
-    """(indexes of the candidates with a usable vector, those vectors stacked as float32 rows):
-    similarity.usable's test (the common dimension, every value finite), made on one matrix rather
-    than vector by vector."""
-    dim = common_dim(vectors)
-    empty = np.zeros((0, 0), dtype=np.float32)
-    if not vectors or dim is None:
-        return [], empty
-    index, rows = [], []
-    for i, c in enumerate(work):
-        vec = vectors.get(c.rid)
-        if vec is None:
-            continue
-        arr = vec if isinstance(vec, np.ndarray) else np.asarray(vec, dtype=np.float32)
-        if arr.size == dim:
-            index.append(i)
-            rows.append(arr.reshape(dim))
-    if not rows:
-        return [], empty
-    matrix = np.stack(rows).astype(np.float32, copy=False)
-    finite = np.asarray(np.isfinite(matrix).all(axis=1))
-    if finite.all():
-        return index, matrix
-    oks: list[bool] = finite.tolist()
-    return [i for i, ok in zip(index, oks, strict=True) if ok], matrix[finite]
 
 
 class _Groups:

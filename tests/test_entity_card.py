@@ -1,5 +1,5 @@
 """The entity card beside the hits (issue 12, items 6 and 10): `budget:N` covers the card too, a fact is
-never returned twice, and the card is a file in recall/<entity>/. From tables (shaping.fit_card), on a
+never returned twice, and the card is a file in recall/<entity>/. From tables (entity_card.fit_card), on a
 real store (recall) and through a real mount."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 import yaml
 from mount_helpers import Mount, module_mount, needs_fuse
 
+from recallfs.query.entity_card import EntityCard, fit_card
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
 from recallfs.query.records import parse_record
-from recallfs.query.shaping import EntityCard, fit_card
 from recallfs.query.store import Store
 from recallfs.ranking.text import estimate_tokens
 from recallfs.scope.principal import Principal

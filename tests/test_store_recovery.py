@@ -17,11 +17,11 @@ from ops_helpers import listing, lookup_path, read_all
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import GuardedStore
 from recallfs.mount.operations import MountOps
+from recallfs.query.entity_card import entity_card, entity_names
 from recallfs.query.gate import scope_clause
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall import recall
-from recallfs.query.shaping import entity_card, entity_names
 from recallfs.query.store import Store, StoreBrokenError
 from recallfs.scope.principal import Principal
 

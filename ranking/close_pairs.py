@@ -1,0 +1,110 @@
+"""The candidate pairs whose embeddings are at least a threshold similar: the near-duplicate collapse's
+first test (ranking/collapse.py), found with one product over the candidates' unit vectors.
+
+At some 500 candidates the product is most of the collapse stage, and it needs only the candidates'
+ids and vectors, not their order or scores. So it can be found early (`ClosePairs.among`), beside the
+stages that run before collapse, and collapse then reads, for each candidate in its own order, the
+earlier candidates it is close to (`earlier_close`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from recallfs.ranking.candidates import Candidate
+from recallfs.ranking.similarity import Vector, common_dim
+
+_BAND = 64  # rows per product: smaller bands waste less above the diagonal, larger ones call BLAS less
+
+
+@dataclass(frozen=True, slots=True)
+class ClosePairs:
+    """For a set of rids: which have a usable vector, and for each the others at or above `threshold`."""
+
+    threshold: float
+    rids: frozenset[int]  # every rid it was found among
+    usable: frozenset[int]  # those with a usable vector
+    close: Mapping[int, tuple[int, ...]]  # rid -> the rids close to it (symmetric; absent: none)
+
+    @classmethod
+    def among(cls, rids: Sequence[int], vectors: Mapping[int, Vector] | None, threshold: float) -> ClosePairs:
+        index, matrix = usable_rows(rids, vectors)
+        close: dict[int, list[int]] = {}
+        if index:
+            rows, cols = lower_pairs(unit(matrix), threshold)
+            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+                a, b = rids[index[r]], rids[index[c]]
+                close.setdefault(a, []).append(b)
+                close.setdefault(b, []).append(a)
+        return cls(threshold, frozenset(rids), frozenset(rids[i] for i in index),
+                   {rid: tuple(found) for rid, found in close.items()})
+
+    def covers(self, work: Sequence[Candidate], threshold: float) -> bool:
+        """Whether these pairs answer for `work` (found among its rids, at this threshold)."""
+        return threshold == self.threshold and all(c.rid in self.rids for c in work)
+
+
+def earlier_close(work: Sequence[Candidate], pairs: ClosePairs) -> tuple[list[list[int]], int]:
+    """(for each candidate of `work`, the indexes of the earlier ones close to it, ascending; how many
+    have a usable vector). `work` holds each rid once and `pairs` covers it."""
+    position = {c.rid: i for i, c in enumerate(work)}
+    earlier: list[list[int]] = []
+    for i, c in enumerate(work):
+        found = [j for j in (position.get(rid, i) for rid in pairs.close.get(c.rid, ())) if j < i]
+        earlier.append(sorted(found))
+    return earlier, sum(1 for c in work if c.rid in pairs.usable)
+
+
+def unit(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0  # a zero vector stays zero: similar to nothing
+    out: npt.NDArray[np.float32] = matrix / norms
+    return out
+
+
+def lower_pairs(unit: npt.NDArray[np.float32], threshold: float) -> tuple[npt.NDArray[np.intp], ...]:
+    """(rows, cols) of every pair with col < row and cosine >= threshold, in row-major order (each row's
+    earlier columns ascending: the order seeds are made in). Only the lower triangle is wanted, so each
+    band of rows is multiplied by the columns up to its last row: about half the full product's work."""
+    rows: list[npt.NDArray[np.intp]] = []
+    cols: list[npt.NDArray[np.intp]] = []
+    for start in range(0, len(unit), _BAND):
+        stop = min(start + _BAND, len(unit))
+        r, c = np.nonzero(unit[start:stop] @ unit[:stop].T >= threshold)
+        below = c < r + start  # the diagonal and the band's upper corner are not earlier candidates
+        rows.append(r[below] + start)
+        cols.append(c[below])
+    return np.concatenate(rows), np.concatenate(cols)
+
+
+def usable_rows(
+    rids: Sequence[int], vectors: Mapping[int, Vector] | None
+) -> tuple[list[int], npt.NDArray[np.float32]]:
+    """(indexes of the rids with a usable vector, those vectors stacked as float32 rows):
+    similarity.usable's test (the common dimension, every value finite), made on one matrix rather
+    than vector by vector."""
+    dim = common_dim(vectors)
+    empty = np.zeros((0, 0), dtype=np.float32)
+    if not vectors or dim is None:
+        return [], empty
+    index, rows = [], []
+    for i, rid in enumerate(rids):
+        vec = vectors.get(rid)
+        if vec is None:
+            continue
+        arr = vec if isinstance(vec, np.ndarray) else np.asarray(vec, dtype=np.float32)
+        if arr.size == dim:
+            index.append(i)
+            rows.append(arr.reshape(dim))
+    if not rows:
+        return [], empty
+    matrix = np.stack(rows).astype(np.float32, copy=False)
+    finite = np.asarray(np.isfinite(matrix).all(axis=1))
+    if finite.all():
+        return index, matrix
+    oks: list[bool] = finite.tolist()
+    return [i for i, ok in zip(index, oks, strict=True) if ok], matrix[finite]
