@@ -1,6 +1,5 @@
 """The I/O side of the ranking stages, for recall(): what the pure stages in `ranking/` need from the
-store (stored embeddings, the close pairs found beside the stages), fetched only for authorized rows
-(the entity card is query/entity_card.py).
+store (stored embeddings), fetched only for authorized rows (the entity card is query/entity_card.py).
 
 Everything here fails soft: a store without a vectors table (semantic arm never run, or an older
 store) gives no embeddings, and the stages that need them say so in a note and skip or fall back.
@@ -9,8 +8,7 @@ store) gives no embeddings, and the stages that need them say so in a note and s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,14 +23,10 @@ from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
 from recallfs.query.vectors import META_MODEL, VECTORS, has_chunk_column, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.close_pairs import ClosePairs
 from recallfs.ranking.currentness import CurrentLink
 from recallfs.ranking.pipeline import Shaped, StageConfig, shape
 
 log = logging.getLogger("recallfs.shaping")
-# Where the collapse's close pairs are found beside the stages before it: a few threads, so that
-# concurrent recalls in the daemon do not queue behind one another's products.
-_PAIRS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-close-pairs")
 
 
 
@@ -144,29 +138,11 @@ def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInpu
     wants_vectors = config.collapse or config.rerank or (budget is not None and config.mmr)
     vectors, vector_note = _candidate_vectors(cands, inputs) if wants_vectors and cands else (None, None)
     qvec, qvec_note = query_vector(inputs.query) if config.rerank and cands else (None, None)
-    pairs = _close_pairs_beside(cands, vectors, config) if config.collapse and vectors else None
     shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
                    recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
-                   calibrated=inputs.calibrated, links=inputs.links, close_pairs=pairs)
+                   calibrated=inputs.calibrated, links=inputs.links)
     _note_fallbacks(shaped, config, budget, vector_note, qvec_note)
     return shaped
-
-
-def _close_pairs_beside(
-    cands: Sequence[Candidate], vectors: Mapping[int, np.ndarray], config: StageConfig
-) -> Callable[[], ClosePairs | None]:
-    """Start finding the collapse's close pairs on a worker (its product releases the GIL), so that it
-    runs beside the stages before collapse; the stage asks for them when it gets there. A failure
-    leaves the stage to find them itself."""
-    job = _PAIRS.submit(ClosePairs.among, [c.rid for c in cands], vectors, config.collapse_threshold)
-
-    def found() -> ClosePairs | None:
-        try:
-            return job.result()
-        except Exception:
-            log.warning("finding close pairs beside the stages failed", exc_info=True)
-            return None
-    return found
 
 
 def _note_fallbacks(

@@ -1,62 +1,21 @@
 """The candidate pairs whose embeddings are at least a threshold similar: the near-duplicate collapse's
-first test (ranking/collapse.py), found with one product over the candidates' unit vectors.
+first test (ranking/collapse.py), found with one banded product over the candidates' unit vectors.
 
-At some 500 candidates the product is most of the collapse stage, and it needs only the candidates'
-ids and vectors, not their order or scores. So it can be found early (`ClosePairs.among`), beside the
-stages that run before collapse, and collapse then reads, for each candidate in its own order, the
-earlier candidates it is close to (`earlier_close`).
+At some 500 candidates the product is most of the collapse stage (about 3 ms of 5 at 100k memories).
+Finding it on a worker beside the stages before collapse was tried and gained nothing: those stages
+are pure Python and keep the GIL, so the worker could start only when collapse waited for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.similarity import Vector, common_dim
 
 _BAND = 64  # rows per product: smaller bands waste less above the diagonal, larger ones call BLAS less
-
-
-@dataclass(frozen=True, slots=True)
-class ClosePairs:
-    """For a set of rids: which have a usable vector, and for each the others at or above `threshold`."""
-
-    threshold: float
-    rids: frozenset[int]  # every rid it was found among
-    usable: frozenset[int]  # those with a usable vector
-    close: Mapping[int, tuple[int, ...]]  # rid -> the rids close to it (symmetric; absent: none)
-
-    @classmethod
-    def among(cls, rids: Sequence[int], vectors: Mapping[int, Vector] | None, threshold: float) -> ClosePairs:
-        index, matrix = usable_rows(rids, vectors)
-        close: dict[int, list[int]] = {}
-        if index:
-            rows, cols = lower_pairs(unit(matrix), threshold)
-            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-                a, b = rids[index[r]], rids[index[c]]
-                close.setdefault(a, []).append(b)
-                close.setdefault(b, []).append(a)
-        return cls(threshold, frozenset(rids), frozenset(rids[i] for i in index),
-                   {rid: tuple(found) for rid, found in close.items()})
-
-    def covers(self, work: Sequence[Candidate], threshold: float) -> bool:
-        """Whether these pairs answer for `work` (found among its rids, at this threshold)."""
-        return threshold == self.threshold and all(c.rid in self.rids for c in work)
-
-
-def earlier_close(work: Sequence[Candidate], pairs: ClosePairs) -> tuple[list[list[int]], int]:
-    """(for each candidate of `work`, the indexes of the earlier ones close to it, ascending; how many
-    have a usable vector). `work` holds each rid once and `pairs` covers it."""
-    position = {c.rid: i for i, c in enumerate(work)}
-    earlier: list[list[int]] = []
-    for i, c in enumerate(work):
-        found = [j for j in (position.get(rid, i) for rid in pairs.close.get(c.rid, ())) if j < i]
-        earlier.append(sorted(found))
-    return earlier, sum(1 for c in work if c.rid in pairs.usable)
 
 
 def unit(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

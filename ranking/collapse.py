@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from recallfs.ranking.candidates import Candidate, absorb, ordered
-from recallfs.ranking.close_pairs import ClosePairs, earlier_close, lower_pairs, unit, usable_rows
+from recallfs.ranking.close_pairs import lower_pairs, unit, usable_rows
 from recallfs.ranking.provenance import provenance_key
 from recallfs.ranking.similarity import Vector
 from recallfs.ranking.stage_config import DEFAULT_THRESHOLD
@@ -31,15 +31,12 @@ def collapse_near_duplicates(
     vectors: Mapping[int, Vector] | None,
     *,
     threshold: float = DEFAULT_THRESHOLD,
-    pairs: ClosePairs | None = None,
 ) -> tuple[list[Candidate], str | None]:
-    """Returns (candidates, note or None). The note says when some comparisons fell back to text.
-    `pairs`: the close pairs, when found beforehand (ClosePairs.among, over these candidates' rids or
-    more, with the same vectors); otherwise found here."""
+    """Returns (candidates, note or None). The note says when some comparisons fell back to text."""
     if len(cands) < 2:
         return list(cands), None
     work = ordered(list(cands))
-    earlier, with_vectors = _close_pairs(work, vectors, threshold, pairs)
+    earlier, with_vectors = _close_pairs(work, vectors, threshold)
     groups = _Groups(work, earlier)
     for i in range(len(work)):
         groups.place(i)
@@ -64,14 +61,11 @@ def collapse_near_duplicates(
 
 
 def _close_pairs(
-    work: list[Candidate], vectors: Mapping[int, Vector] | None, threshold: float, pairs: ClosePairs | None,
+    work: list[Candidate], vectors: Mapping[int, Vector] | None, threshold: float
 ) -> tuple[list[list[int]], int]:
     """(for each candidate, the earlier candidates at or above the cosine threshold, in order; how many
-    candidates have a usable vector). From `pairs` when they were found beforehand for these
-    candidates; otherwise the cosine matrix is thresholded once here. Near-duplicates are rare, so the
-    per-candidate lists are short and the greedy pass below never touches the matrix again."""
-    if pairs is not None and pairs.covers(work, threshold) and len({c.rid for c in work}) == len(work):
-        return earlier_close(work, pairs)
+    candidates have a usable vector). The cosine matrix is thresholded once: near-duplicates are rare,
+    so the per-candidate lists are short and the greedy pass below never touches the matrix again."""
     earlier: list[list[int]] = [[] for _ in work]
     index, matrix = usable_rows([c.rid for c in work], vectors)
     if not index:

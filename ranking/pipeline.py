@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from recallfs.ranking.bonuses import metadata_bonus
 from recallfs.ranking.budget import budget_select
 from recallfs.ranking.candidates import Candidate, ordered
-from recallfs.ranking.close_pairs import ClosePairs
 from recallfs.ranking.collapse import collapse_near_duplicates
 from recallfs.ranking.currentness import PULLED, CurrentLink, yield_to_current
 from recallfs.ranking.cutoff import cut_below
@@ -82,7 +81,6 @@ class _Run:
     calibrated: bool
     clock: Callable[[], float]
     links: Mapping[int, Sequence[CurrentLink]] = field(default_factory=dict)
-    close_pairs: Callable[[], ClosePairs | None] | None = None
 
     def timed(self, name: str, fn: Callable[[], list[Candidate]]) -> None:
         t0 = self.clock()
@@ -141,9 +139,7 @@ def _collapse(run: _Run) -> None:
         return
 
     def step() -> list[Candidate]:
-        pairs = run.close_pairs() if run.close_pairs is not None else None
-        kept, note = collapse_near_duplicates(run.out.cands, run.vectors, threshold=run.config.collapse_threshold,
-                                              pairs=pairs)
+        kept, note = collapse_near_duplicates(run.out.cands, run.vectors, threshold=run.config.collapse_threshold)
         # A fallback to exact text is reported in `stages` only: it is routine while fresh rows
         # wait for their embeddings, and it never hides a hit.
         run.out.stages["collapse"] = "on" if note is None else "on; " + note
@@ -231,17 +227,14 @@ def shape(
     calibrated: bool = True,
     clock: Callable[[], float] = time.perf_counter,
     links: Mapping[int, Sequence[CurrentLink]] | None = None,
-    close_pairs: Callable[[], ClosePairs | None] | None = None,
 ) -> Shaped:
     """Run the stages in order over authorized, loaded candidates. `query` is the search text (inline
     options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding.
     `calibrated`: the scores come from calibrated fusion (False: reciprocal ranks, a single arm or rrf).
-    `links`: rid -> the current fact a turn or summary yields to (ranking/currentness.py).
-    `close_pairs`: gives the near-duplicate collapse its close pairs when they were found beforehand,
-    beside the stages before it (ranking/close_pairs.py); None to find them in the stage."""
+    `links`: rid -> the current fact a turn or summary yields to (ranking/currentness.py)."""
     # No copy here: each stage copies only the candidates it changes (Candidate.copy).
     run = _Run(Shaped(cands=ordered(list(cands))), config, query, terms, query_vector, vectors,
-               recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}), close_pairs)
+               recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}))
     for stage in PIPELINE:
         stage(run)
     run.timed("tie_break", lambda: ordered(run.out.cands))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from ranking_helpers import cand, rids
 
-from recallfs.ranking.close_pairs import _BAND, ClosePairs, lower_pairs
+from recallfs.ranking.close_pairs import _BAND, lower_pairs
 from recallfs.ranking.collapse import collapse_near_duplicates
 from recallfs.ranking.text import fold, words
 
@@ -34,45 +34,6 @@ def test_lower_pairs_match_every_pair_checked_one_by_one(n: int, threshold: floa
     r, c = lower_pairs(unit, threshold)
     found = list(zip(r.tolist(), c.tolist(), strict=True))
     assert found == _plain_pairs(unit, threshold)  # same pairs, row-major, each row's columns ascending
-
-
-def _pool(n: int, seed: int) -> tuple[list, dict[int, list[float]]]:
-    """n candidates in clusters of near-copies (some with the same words), some without a vector."""
-    rng = np.random.default_rng(seed)
-    base = rng.normal(size=(6, 12)).astype(np.float32)
-    which = rng.integers(0, 6, size=n)
-    vectors = {rid: (base[which[rid]] + rng.normal(scale=0.15, size=12)).tolist()
-               for rid in range(n) if rid % 7 != 3}
-    pool = [cand(rid, float(rng.random()), table=("turns", "facts")[rid % 2],
-                 content=f"topic {which[rid]} note" if rid % 3 else f"topic {which[rid]} note {rid}")
-            for rid in range(n)]
-    return pool, vectors
-
-
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("threshold", [0.8, 0.95])
-def test_pairs_found_beforehand_collapse_as_the_stage_does(seed: int, threshold: float) -> None:
-    # Found over every fused candidate before the stages; collapse then sees fewer (a floor dropped
-    # some), in its own order: the same groups, keepers and notes as finding them in the stage.
-    pool, vectors = _pool(90, seed)
-    pairs = ClosePairs.among([c.rid for c in pool], vectors, threshold)
-    rng = np.random.default_rng(seed + 100)
-    later = [c for c in pool if rng.random() > 0.2]
-    direct = collapse_near_duplicates(later, vectors, threshold=threshold)
-    early = collapse_near_duplicates(later, vectors, threshold=threshold, pairs=pairs)
-    assert [(c.rid, c.score, sorted(c.merged), sorted(c.arms)) for c in early[0]] == \
-        [(c.rid, c.score, sorted(c.merged), sorted(c.arms)) for c in direct[0]]
-    assert early[1] == direct[1]
-    assert len(direct[0]) < len(later)  # the pool does have near-duplicates to collapse
-
-
-def test_pairs_that_do_not_cover_the_candidates_are_not_used() -> None:
-    pool, vectors = _pool(40, 1)
-    partial = ClosePairs.among([c.rid for c in pool[:20]], vectors, 0.9)
-    assert not partial.covers(pool, 0.9) and not ClosePairs.among([c.rid for c in pool], vectors, 0.9).covers(pool, 0.8)
-    # a stale or partial answer is ignored: the stage finds the pairs itself
-    assert rids(collapse_near_duplicates(pool, vectors, threshold=0.9, pairs=partial)[0]) == \
-        rids(collapse_near_duplicates(pool, vectors, threshold=0.9)[0])
 
 
 def test_collapse_with_a_non_finite_vector_compares_that_one_by_text() -> None:
