@@ -100,7 +100,7 @@ def synthetic_records(n: int, org: str, workspace: str) -> list[Any]:
 
 
 def _model_id() -> str:
-    from recallfs.query.embedder import default_model_path, model_identity
+    from recallfs.query.model_files import default_model_path, model_identity
 
     return model_identity(default_model_path())
 

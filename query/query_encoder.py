@@ -181,7 +181,7 @@ def _sentence_module(auto_model: Any) -> Any:
 
 def _plain_copy(auto_model: Any) -> Any:
     """A copy of the transformer with plain Linear layers. The loaded model's may be oneDNN modules
-    (query/embedder.onednn_linears), which hold their weights in oneDNN's layout: they cast to no other
+    (query/onednn_layers.py), which hold their weights in oneDNN's layout: they cast to no other
     dtype, and the ONNX exporter does not know them."""
     import torch
 

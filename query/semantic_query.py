@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from recallfs.query.embedder import PendingQuery
 from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.query_worker import PendingQuery
 from recallfs.query.store import Store
 from recallfs.query.vectors import ModelMismatchError, StoredModel, mismatch_message
 from recallfs.ranking.calibration import semantic_score, similarity_z

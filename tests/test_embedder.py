@@ -8,13 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recallfs.query.embedder import (
-    Embedder,
-    EmbedderError,
-    ModelMissingError,
-    default_model_path,
-    model_identity,
-)
+from recallfs.query.embedder import Embedder, EmbedderError, ModelMissingError
+from recallfs.query.model_files import default_model_path, model_identity
 
 
 def test_default_model_is_the_packaged_minilm(minilm):

@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from recallfs.query.embedder import Embedder, default_model_path, embedder_from_settings
+from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.model_files import default_model_path
 from recallfs.query.query_encoder import AGREE, AGREE_REDUCED, fast_query_encoder, prefer_reduced
 from recallfs.query.settings import SettingsError, resolve
 

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from semantic_data import PARAPHRASES, records
 
-from recallfs.query.embedder import Embedder, default_model_path
+from recallfs.query.embedder import Embedder
 from recallfs.query.gate import scope_clause
 from recallfs.query.ingest_file import ingest_records, load_file
+from recallfs.query.model_files import default_model_path
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
 from recallfs.query.store import Store

@@ -1,0 +1,47 @@
+"""The model's Linear layers on oneDNN's kernels, where they give the same vectors."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("recallfs.embedder")
+
+_PROBE = ["warm up", "Where is the primary database these days? We moved it to the eu-west cluster."]
+
+
+def onednn_linears(model: Any) -> Any:
+    """A copy of `model` whose Linear layers run through oneDNN instead of MKL's sgemm, when it gives
+    the same vectors on a probe (else the model as loaded).
+
+    The same fp32 math (vectors agree to about 2e-7), but on this AMD EPYC MKL takes a slower path
+    than oneDNN's AVX-512 kernels: bulk embedding measured 1.6-1.7x the rows/s (README, ingest)."""
+    import torch
+    from torch.utils.mkldnn import MkldnnLinear
+
+    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
+        return model
+
+    def convert(module: torch.nn.Module) -> None:
+        for name, child in module.named_children():
+            if type(child) is torch.nn.Linear and child.weight.dtype == torch.float32:
+                setattr(module, name, MkldnnLinear(child, torch.float))
+            else:
+                convert(child)
+
+    try:
+        converted = copy.deepcopy(model)
+        convert(converted)
+        kw: dict[str, Any] = {"batch_size": 8, "normalize_embeddings": True, "convert_to_numpy": True}
+        agree = float(np.min(np.sum(np.asarray(model.encode(_PROBE, **kw)) *
+                                    np.asarray(converted.encode(_PROBE, **kw)), axis=1)))
+    except Exception as exc:  # an unusual model: keep the stock layers
+        log.info("oneDNN linear layers not used: %s: %s", type(exc).__name__, exc)
+        return model
+    if agree < 0.99999:
+        log.info("oneDNN linear layers not used: the probe vectors differ (cosine %.6f)", agree)
+        return model
+    return converted
