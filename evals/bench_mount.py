@@ -107,7 +107,7 @@ def _model_id() -> str:
 
 def _stored_model(path: Path) -> str | None:
     from recallfs.query.store import Store
-    from recallfs.query.vectors import stored_model
+    from recallfs.query.vector_meta import stored_model
 
     with Store(path, read_only=True) as store:
         stored = stored_model(store.cursor())
@@ -129,7 +129,7 @@ def build_synthetic(path: Path, n: int, embed: bool) -> None:
             store.cursor().execute("CHECKPOINT")
         log(f"  written in {time.perf_counter() - t0:.1f} s")
     if embed:
-        from recallfs.query.vectors import reindex
+        from recallfs.query.vector_write import reindex
 
         log("writing stand-in vectors (see HashedVectors) so the daemon's FAISS index holds every row")
         with Store(path, create=False) as store:

@@ -45,7 +45,9 @@ from recallfs.query.records import MemoryRecord
 from recallfs.query.semantic import SemanticSearch
 from recallfs.query.settings import resolve
 from recallfs.query.store import Store
-from recallfs.query.vectors import adopt_model, ensure_indexes, write_vectors
+from recallfs.query.vector_meta import adopt_model
+from recallfs.query.vector_write import write_vectors
+from recallfs.query.vectors import ensure_indexes
 from recallfs.scope.principal import Principal
 
 ORG, WS, AGENT = "bench", "synthetic", "bench"

@@ -131,7 +131,7 @@ def embed_new_rows(
     and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
     """
     from recallfs.query.embedder import EmbedderError, ModelMissingError
-    from recallfs.query.vectors import embed_missing, missing_count
+    from recallfs.query.vector_write import embed_missing, missing_count
 
     if embedder is None or not report.partitions:
         return 0
@@ -163,7 +163,7 @@ def embed_new_rows(
 
 def _check_model(store: Store, embedder: Any) -> None:
     """Refuse before writing anything when the store's vectors were made by another model."""
-    from recallfs.query.vectors import mismatch_message, stored_model
+    from recallfs.query.vector_meta import mismatch_message, stored_model
 
     if embedder is None or store.read_only:
         return

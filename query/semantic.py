@@ -16,7 +16,8 @@ from recallfs.query.embedder import Embedder, embedder_from_settings
 from recallfs.query.semantic_query import FUSED_MIN_Z, MIN_COSINE, QuerySearch, SemanticHit
 from recallfs.query.settings import DEFAULTS, Settings
 from recallfs.query.store import Store
-from recallfs.query.vectors import StoredModel, VectorError, VectorIndexes, shared_indexes
+from recallfs.query.vector_meta import StoredModel, VectorError
+from recallfs.query.vectors import VectorIndexes, shared_indexes
 
 __all__ = ["FUSED_MIN_Z", "MIN_COSINE", "QuerySearch", "SemanticHit", "SemanticSearch"]
 

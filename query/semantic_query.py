@@ -17,7 +17,7 @@ import numpy as np
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_worker import PendingQuery
 from recallfs.query.store import Store
-from recallfs.query.vectors import ModelMismatchError, StoredModel, mismatch_message
+from recallfs.query.vector_meta import ModelMismatchError, StoredModel, mismatch_message
 from recallfs.ranking.calibration import semantic_score, similarity_z
 
 if TYPE_CHECKING:

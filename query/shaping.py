@@ -21,7 +21,7 @@ from recallfs.query.cursor import Cursor
 from recallfs.query.derived import store_state
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
-from recallfs.query.vectors import META_MODEL, VECTORS, has_chunk_column, has_vectors_table
+from recallfs.query.vector_meta import META_MODEL, VECTORS, has_chunk_column, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.currentness import CurrentLink
 from recallfs.ranking.pipeline import Shaped, StageConfig, shape

@@ -20,7 +20,9 @@ from recallfs.query.model_files import default_model_path
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
 from recallfs.query.store import Store
-from recallfs.query.vectors import VectorIndexes, embed_missing, index_dir, stored_model
+from recallfs.query.vector_meta import stored_model
+from recallfs.query.vector_write import embed_missing
+from recallfs.query.vectors import VectorIndexes, index_dir
 from recallfs.scope.principal import Principal
 
 from conftest import fact, write_jsonl

@@ -18,7 +18,7 @@ from recallfs.query.model_files import default_model_path
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
 from recallfs.query.store import Store
-from recallfs.query.vectors import stored_model
+from recallfs.query.vector_meta import stored_model
 from recallfs.scope.principal import Principal
 
 from conftest import fact, run_cli, write_jsonl

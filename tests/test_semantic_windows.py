@@ -17,7 +17,9 @@ from recallfs.query.policies import remove_policy, set_policy
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
 from recallfs.query.store import Store
-from recallfs.query.vectors import VectorIndexes, embed_missing, ensure_indexes, index_dir, stored_model
+from recallfs.query.vector_meta import stored_model
+from recallfs.query.vector_write import embed_missing
+from recallfs.query.vectors import VectorIndexes, ensure_indexes, index_dir
 from recallfs.scope.policy import Policy
 from recallfs.scope.principal import Principal
 

@@ -9,7 +9,8 @@ import numpy as np
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.records import parse_record
 from recallfs.query.store import Store
-from recallfs.query.vectors import adopt_model, write_vectors
+from recallfs.query.vector_meta import adopt_model
+from recallfs.query.vector_write import write_vectors
 from recallfs.scope.principal import Principal
 
 from conftest import fact
