@@ -211,7 +211,7 @@ def queries(n: int, seed: int) -> list[str]:
 def measure_recall(path: Path, embedder: Embedder, n_queries: int, budget_ms: float) -> dict[str, Any]:
     arm = SemanticSearch(embedder, budget_ms=budget_ms)
     out: dict[str, Any] = {}
-    with Store(path, read_only=True, threads=resolve().serve_threads or None) as store:  # as a mount opens it
+    with Store(path, read_only=True, threads=resolve().serve_threads) as store:  # as a mount opens it
         for q in queries(5, seed=1):  # warm: FAISS indexes loaded, caches filled, kernels warm
             recall(store, PRINCIPAL, q, arm="fused", semantic=arm)
             recall(store, PRINCIPAL, q, arm="lexical", semantic=arm)

@@ -151,10 +151,10 @@ def _open_store(path: Path, threads: int) -> Any:
     from recallfs.query.store import StoreReadOnlyError
 
     try:
-        return GuardedStore(path, create=False, threads=threads or None)
+        return GuardedStore(path, create=False, threads=threads)
     except StoreReadOnlyError as exc:
         log.warning("%s; serving it read-only (ingest is refused)", exc)
-        return GuardedStore(path, create=False, read_only=True, threads=threads or None)
+        return GuardedStore(path, create=False, read_only=True, threads=threads)
 
 
 def serve(config: MountConfig) -> int:

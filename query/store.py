@@ -110,7 +110,7 @@ class Store:
         self.path = Path(path).expanduser()
         self.read_only = read_only
         self.memory_limit = memory_limit  # DuckDB's memory_limit ('512MB'); None: DuckDB's default
-        self.threads = threads  # DuckDB's threads (RECALLFS_SERVE_THREADS for a serving process); None: every core
+        self.threads = threads  # DuckDB's threads (RECALLFS_SERVE_THREADS for a serving process); None or 0: every core
         if not self.path.exists():
             if not create or read_only:
                 raise StoreError(f"no store at {self.path}; create one with `recallfs init --store {self.path}`")
