@@ -144,9 +144,7 @@ def calibrated_arms(
     hits there, while the semantic arm's prefetched searches finish)."""
     store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
     tables: dict[int, str] = {}
-
-    def lexical(table: str) -> dict[int, float]:
-        return search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit)
+    lexical = _calibrated_bm25(scope, terms)
 
     def search(table: str) -> dict[int, float]:
         assert semantic is not None
@@ -202,18 +200,23 @@ def single_arm(
     store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
     tables: dict[int, str] = {}
 
-    def lexical_scored(table: str) -> dict[int, float]:
-        return search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit)
-
     def semantic_scored(table: str) -> dict[int, float]:
         assert semantic is not None
         return semantic.search_cosines(store, schema, table, where, params, limit)
 
     if lexical:
-        return _each_table(trace, "lexical", tables, _no_scores, lexical_scored), tables
+        return _each_table(trace, "lexical", tables, _no_scores, _calibrated_bm25(scope, terms)), tables
     if semantic is None:
         return {}, tables
     return _each_table(trace, "semantic", tables, _no_scores, semantic_scored), tables
+
+
+def _calibrated_bm25(scope: Scope, terms: list[str]) -> Callable[[str], dict[int, float]]:
+    """table -> the lexical arm's calibrated BM25 scores of its hits in this scope."""
+    def search(table: str) -> dict[int, float]:
+        return search_calibrated(scope.store, scope.schema, table, terms, where=scope.where, params=scope.params,
+                                 limit=scope.limit)
+    return search
 
 
 def _each_table(
