@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from functools import partial
 
-from recallfs.query.arms import Scope, Trace
 from recallfs.query.loading import authorize_and_load
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.readable import Row
+from recallfs.query.recall_scope import Scope, Trace
 from recallfs.ranking.candidates import Candidate
 from recallfs.scope.principal import Principal
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from recallfs.query.arms import Scope, Trace
 from recallfs.query.gate import authorize_in_store
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.readable import Row
+from recallfs.query.recall_scope import Scope, Trace
 from recallfs.query.rows import load_light, load_rows
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered

@@ -16,10 +16,6 @@ from datetime import datetime
 from functools import partial
 
 from recallfs.query.arms import (
-    Scope,
-    SemanticArm,
-    SemanticQuery,
-    Trace,
     attach_evidence,
     calibrated_arms,
     calibrated_evidence,
@@ -37,6 +33,7 @@ from recallfs.query.lineage import replaced_by_hits
 from recallfs.query.loading import Preloaded, authorize_and_load, full_rows, preload
 from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
 from recallfs.query.readable import Row
+from recallfs.query.recall_scope import Scope, SemanticArm, SemanticQuery, Trace
 from recallfs.query.results import Hit, RecallResult
 from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import StageInputs, apply_stages

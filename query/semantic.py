@@ -23,7 +23,7 @@ __all__ = ["FUSED_MIN_Z", "MIN_COSINE", "QuerySearch", "SemanticHit", "SemanticS
 
 
 class SemanticSearch:
-    """The semantic arm (query/arms.SemanticArm): one per process, shared by every recall."""
+    """The semantic arm (query/recall_scope.SemanticArm): one per process, shared by every recall."""
 
     def __init__(
         self,
@@ -53,7 +53,7 @@ class SemanticSearch:
             embedder.start_warmup()
         return cls(embedder, budget_ms=float(cfg.embed_timeout_ms))
 
-    # -- the protocol (query/arms.SemanticArm) ---------------------------------------------------------
+    # -- the protocol (query/recall_scope.SemanticArm) ---------------------------------------------------------
     def availability(self) -> tuple[bool, str | None]:
         if not self.enabled or self.embedder is None:
             return False, "off"

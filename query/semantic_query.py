@@ -1,4 +1,4 @@
-"""One recall's use of the semantic arm (query/arms.SemanticQuery): the query vector, the nearest
+"""One recall's use of the semantic arm (query/recall_scope.SemanticQuery): the query vector, the nearest
 readable rows of each table, and the floors a neighbour must clear to count as a hit.
 
 recall() starts the embedding and every table's search on worker threads before its lexical arm
@@ -55,7 +55,7 @@ class SemanticHit:
 
 
 class QuerySearch:
-    """One recall's searches for one query text (query/arms.SemanticQuery). The first search that needs
+    """One recall's searches for one query text (query/recall_scope.SemanticQuery). The first search that needs
     the query's embedding computes it under the arm's budget, and the handle keeps it for the other
     tables and for the ranking stages."""
 

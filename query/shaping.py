@@ -15,11 +15,11 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from recallfs.query.arms import SemanticArm, SemanticQuery
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import store_state
 from recallfs.query.query_syntax import RecallOptions
+from recallfs.query.recall_scope import SemanticArm, SemanticQuery
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import META_MODEL, VECTORS, has_chunk_column, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from recallfs.query.arms import Scope, Trace
 from recallfs.query.caches import LruCache
 from recallfs.query.currentness import MAX_CHAIN, FactState, chain_head, fact_links
 from recallfs.query.cursor import Cursor
@@ -35,6 +34,7 @@ from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.loading import fill
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.readable import Row
+from recallfs.query.recall_scope import Scope, Trace
 from recallfs.query.rows import load_light
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate
