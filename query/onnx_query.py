@@ -5,20 +5,19 @@ traced torch graph (query/query_encoder.py) took 7.6 ms for a 3-word-piece query
 20 on one core of the development machine's AMD EPYC, ONNX Runtime 3.2 and 6.9 ms, with vectors at
 cosine 0.9999997 or closer to sentence-transformers' own.
 
-The graph is exported from the loaded model when the daemon starts (about 1 s; its file lives only
-while the session loads it, and nothing is downloaded), and kept only when every probe gives the stock
-vector (AGREE); otherwise, or where onnxruntime or onnx is not installed, queries take the traced
-torch path. Its session runs on the
-calling thread (one intra-op thread, no spinning workers), and releases the GIL while it runs, so the
-lexical arm beside it keeps its core.
+The graph is exported from the loaded model when the daemon starts (about 1 s, into an anonymous
+in-memory file that lives only while the session loads it; nothing is downloaded), and kept only
+when every probe gives the stock vector (AGREE); otherwise, or where onnxruntime or onnx is not
+installed, queries take the traced torch path. Its session runs on the calling thread (one intra-op
+thread, no spinning workers), and releases the GIL while it runs, so the lexical arm beside it keeps
+its core.
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
+import os
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,18 +61,22 @@ def onnx_query_encoder(tokenize: Any, sentence: Any, example: dict[str, Any]) ->
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.enable_cpu_mem_arena = False  # a query's activations are small: 11 MB less, no slower
         options.log_severity_level = 3
-        with tempfile.TemporaryDirectory(prefix="recallfs-onnx-") as tmp:
-            # Loaded from a file, not from bytes: a session made from bytes keeps them (86 MB for MiniLM).
-            graph = Path(tmp) / "query.onnx"
+        # Loaded from a file, not from bytes: a session made from bytes keeps them (86 MB for MiniLM). An
+        # anonymous in-memory file, so that a daemon killed mid-export leaves nothing behind on disk.
+        fd = os.memfd_create("recallfs-query-onnx")
+        try:
+            graph = f"/proc/self/fd/{fd}"
             _export(sentence, example, graph)
-            session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        finally:
+            os.close(fd)
     except Exception as exc:  # no onnx package, an operator the exporter lacks: the torch path
         log.info("onnx query encoder not used: %s: %s", type(exc).__name__, exc)
         return None
     return OnnxQueryEncoder(tokenize, session)
 
 
-def _export(sentence: Any, example: dict[str, Any], path: Path) -> None:
+def _export(sentence: Any, example: dict[str, Any], path: str) -> None:
     """The module as an ONNX graph with a free batch and sequence length, written to `path`."""
     import torch
 
@@ -81,6 +84,6 @@ def _export(sentence: Any, example: dict[str, Any], path: Path) -> None:
     with warnings.catch_warnings(), torch.no_grad():  # (inference tensors cannot be exported)
         warnings.simplefilter("ignore")  # the exporter's notes on the Python branches it fixes for this shape
         # The TorchScript exporter: it needs only `onnx`, where the newer one also needs onnxscript.
-        torch.onnx.export(sentence, (example["input_ids"], example["attention_mask"]), str(path),
+        torch.onnx.export(sentence, (example["input_ids"], example["attention_mask"]), path,
                           input_names=["ids", "mask"], output_names=["vec"], dynamic_axes=dynamic,
                           opset_version=_OPSET, dynamo=False)
