@@ -108,14 +108,22 @@ def fast_query_encoder(model: Any, precision: str = "float32", runtime: str = "a
 def _full(model: Any, runtime: str) -> QueryEncoder | None:
     """The float32 path: ONNX Runtime's graph when allowed, there and agreeing; else the traced one."""
     if runtime in ("auto", "onnx"):
-        first = model[0]
-        tokenize = _tokenizer(first)
-        sentence = _sentence_module(_plain_copy(first.auto_model))
-        exported = onnx_query_encoder(tokenize, sentence, tokenize([_PROBES[1]]))
-        checked = _checked(model, exported, AGREE) if exported is not None else None
+        try:
+            checked = _onnx(model)
+        except Exception as exc:  # a model the exporter or the runtime cannot take: the traced graph
+            log.info("onnx query encoder not used: %s: %s", type(exc).__name__, exc)
+            checked = None
         if checked is not None or runtime == "onnx":
             return checked
     return _checked(model, _trace(model, "float32"), AGREE)
+
+
+def _onnx(model: Any) -> QueryEncoder | None:
+    first = model[0]
+    tokenize = _tokenizer(first)
+    sentence = _sentence_module(_plain_copy(first.auto_model))
+    exported = onnx_query_encoder(tokenize, sentence, tokenize([_PROBES[1]]))
+    return _checked(model, exported, AGREE) if exported is not None else None
 
 
 def prefer_reduced(ms_full: float, ms_reduced: float) -> bool:
