@@ -120,7 +120,8 @@ def stop_mount(mount: Mount) -> None:
 _AS_UID = """
 import json, os, sys
 import recallfs.mount.cli, recallfs.mount.control, recallfs.mount.daemon
-import recallfs.query.formats, recallfs.query.ingest_file, recallfs.query.recall, recallfs.query.store
+import recallfs.query.embedder, recallfs.query.formats, recallfs.query.ingest_file, recallfs.query.recall
+import recallfs.query.store
 uid, gid, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 os.setgroups([])
 os.setgid(gid)
