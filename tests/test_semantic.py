@@ -396,8 +396,5 @@ def test_lexical_hits_are_gated_and_loaded_once_while_the_vector_searches_finish
     result = recall(store, ME, question, semantic=SemanticSearch(minilm))
     monkeypatch.undo()
     assert result.hits and len(loaded) == len(set(loaded))
-    # the same (stock) embedding path as `result`'s: the shared embedder may serve queries through
-    # ONNX Runtime by now, whose vectors differ in the seventh decimal
-    plain = recall(store, ME, question, semantic=SemanticSearch(Embedder(encoder=minilm._encoder,
-                                                                         model_id=minilm.model_id)))
+    plain = recall(store, ME, question, semantic=SemanticSearch(minilm))  # the same embedding path
     assert [(h.id, round(h.score, 6)) for h in result.hits] == [(h.id, round(h.score, 6)) for h in plain.hits]
