@@ -18,13 +18,6 @@ from recallfs.ranking.similarity import Vector, common_dim
 _BAND = 64  # rows per product: smaller bands waste less above the diagonal, larger ones call BLAS less
 
 
-def unit(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0  # a zero vector stays zero: similar to nothing
-    out: npt.NDArray[np.float32] = matrix / norms
-    return out
-
-
 def lower_pairs(unit: npt.NDArray[np.float32], threshold: float) -> tuple[npt.NDArray[np.intp], ...]:
     """(rows, cols) of every pair with col < row and cosine >= threshold, in row-major order (each row's
     earlier columns ascending: the order seeds are made in). Only the lower triangle is wanted, so each

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from recallfs.ranking.candidates import Candidate, absorb, ordered
-from recallfs.ranking.close_pairs import lower_pairs, unit, usable_rows
+from recallfs.ranking.close_pairs import lower_pairs, usable_rows
 from recallfs.ranking.provenance import provenance_key
-from recallfs.ranking.similarity import Vector
+from recallfs.ranking.similarity import Vector, unit
 from recallfs.ranking.stage_config import DEFAULT_THRESHOLD
 from recallfs.ranking.text import content_words, fold
 

@@ -14,11 +14,15 @@ Vector = npt.NDArray[np.floating]
 
 def unit_rows(vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
     """Stack vectors into a matrix of unit rows; a zero vector stays zero (similar to nothing)."""
-    matrix = np.asarray(np.stack([np.asarray(v, dtype=np.float32).ravel() for v in vectors]), dtype=np.float32)
+    return unit(np.asarray(np.stack([np.asarray(v, dtype=np.float32).ravel() for v in vectors]), dtype=np.float32))
+
+
+def unit(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each row of `matrix` scaled to unit length; a zero row stays zero."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    unit: npt.NDArray[np.float32] = matrix / norms
-    return unit
+    out: npt.NDArray[np.float32] = matrix / norms
+    return out
 
 
 def cosine_to(query: Vector, vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
