@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from recallfs.query.gpu_search import gpu_copy, gpu_flat_search
-from recallfs.query.half_scan import HALF_SCAN_MIN, HalfScan, exact_top
+from recallfs.query.int8_scan import INT8_SCAN_MIN, Int8Scan, exact_top
 
 LAYOUT = "windows-1"  # in the stamp: index files written before windows (ids were rids) are stale
 _FAISS: Any = None
@@ -85,10 +85,10 @@ def is_window_map(rids: Any, count: int) -> TypeGuard[np.ndarray]:
 
 
 class TableIndex:
-    """The CPU flat index and its chunk map; a float16 copy scanned first when the table is large
-    (query/half_scan.py); a GPU copy when a GPU is present."""
+    """The CPU flat index and its chunk map; an int8 copy scanned first when the table is large
+    (query/int8_scan.py); a GPU copy when a GPU is present."""
 
-    def __init__(self, cpu: Any, rids: np.ndarray, stamp: Stamp, *, half_scan_min: int = HALF_SCAN_MIN) -> None:
+    def __init__(self, cpu: Any, rids: np.ndarray, stamp: Stamp, *, int8_scan_min: int = INT8_SCAN_MIN) -> None:
         self.cpu = cpu
         self.rids = np.ascontiguousarray(rids, dtype=np.int64)  # window position -> rid
         self.stamp = stamp
@@ -97,8 +97,8 @@ class TableIndex:
         self._gpu: Any = None
         self._rows: tuple[np.ndarray, np.ndarray] | None = None  # (distinct rids, first window position)
         self._mask: tuple[np.ndarray, int, np.ndarray] | None = None  # (allowed, ntotal, packed bitmap)
-        self._half: HalfScan | None = None  # made on the first search of a table this large
-        self.half_scan_min = half_scan_min
+        self._int8: Int8Scan | None = None  # made on the first search of a table this large
+        self.int8_scan_min = int8_scan_min
 
     @property
     def ntotal(self) -> int:
@@ -174,21 +174,21 @@ class TableIndex:
         if len(rids):
             self.cpu.add(np.ascontiguousarray(matrix, dtype=np.float32))
             self.rids = np.concatenate([self.rids, np.asarray(rids, dtype=np.int64)])
-            if self._half is not None:
-                self._half.add(matrix)
+            if self._int8 is not None:
+                self._int8.add(matrix)
         self.stamp = stamp
         self._gpu = self._rows = self._mask = None
 
-    def _half_scan(self) -> HalfScan | None:
-        """The float16 copy (made once, from the float32 vectors: ~0.1 s per 65k windows), or None for a
-        table below half_scan_min windows."""
-        if self.ntotal < self.half_scan_min:
+    def _int8_scan(self) -> Int8Scan | None:
+        """The int8 copy (made once, from the float32 vectors: ~0.2 s per 65k windows), or None for a
+        table below int8_scan_min windows."""
+        if self.ntotal < self.int8_scan_min:
             return None
-        if self._half is None or self._half.ntotal != self.ntotal:
-            half = HalfScan(faiss_module(), int(self.cpu.d))
-            half.add(self._stored())
-            self._half = half
-        return self._half
+        if self._int8 is None or self._int8.ntotal != self.ntotal:
+            coarse = Int8Scan(faiss_module(), int(self.cpu.d))
+            coarse.add(self._stored())
+            self._int8 = coarse
+        return self._int8
 
     def search(self, qvec: np.ndarray, allowed: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """(rids, inner products) of the best `limit` allowed rows, best first, each scored by its best
@@ -224,9 +224,9 @@ class TableIndex:
         faiss = faiss_module()
         packed = self._allowed_bitmap(allowed)
         sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
-        half = self._half_scan()
-        if half is not None:
-            found = exact_top(half, q, k, sel, lambda positions: self._gather(positions) @ q[0])
+        coarse = self._int8_scan()
+        if coarse is not None:
+            found = exact_top(coarse, q, k, sel, lambda positions: self._gather(positions) @ q[0])
             if found is not None:
                 return self.rids[found[0]], found[1]
         scores, pos = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))

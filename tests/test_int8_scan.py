@@ -1,4 +1,4 @@
-"""The float16 first scan of large tables (query/half_scan.py, query/window_index.py): on real FAISS
+"""The int8 first scan of large tables (query/int8_scan.py, query/window_index.py): on real FAISS
 indexes, under random scopes, it returns exactly what the float32 flat scan returns."""
 
 from __future__ import annotations
@@ -7,19 +7,22 @@ import faiss
 import numpy as np
 import pytest
 
-from recallfs.query.half_scan import HALF_ERROR, HalfScan, exact_top, proven
+from recallfs.query.int8_scan import Int8Scan, exact_top, proven
 from recallfs.query.window_index import Stamp, TableIndex, rid_bitmap
+
+ERROR = 1e-3  # the bound the table below proves against
 
 
 @pytest.mark.parametrize(("approx", "exact_sorted", "k", "ok"), [
     ([0.9, 0.5, 0.3], [0.9, 0.5, 0.31], 2, True),  # cut-off 0.3 + error well below the 2nd best
     ([0.9, 0.5, 0.3], [0.9, 0.3005, 0.3], 2, False),  # within the error: a window left out might rank
-    ([0.9, 0.5, 0.3], [0.9, 0.3 + HALF_ERROR, 0.3], 2, False),  # equal to the bound is not beyond it
+    ([0.9, 0.5, 0.3], [0.9, 0.3 + ERROR, 0.3], 2, False),  # equal to the bound is not beyond it
     ([0.9, 0.5], [0.9, 0.5], 3, False),  # fewer than k found: not proven (the caller knows why)
     ([-0.2, -0.5], [-0.2, -0.49], 1, True),  # negative inner products
 ])
 def test_proof_that_the_shortlist_holds_the_top_k(approx, exact_sorted, k, ok):
-    assert proven(np.array(approx, dtype=np.float32), np.array(exact_sorted, dtype=np.float32), k) is ok
+    got = proven(np.array(approx, dtype=np.float32), np.array(exact_sorted, dtype=np.float32), k, ERROR)
+    assert got is ok
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -29,7 +32,7 @@ def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
 
 def _vectors(seed: int, n: int = 6000, dim: int = 96) -> np.ndarray:
     """Random unit vectors with the hard cases mixed in: exact copies (ties) and near-copies closer
-    than float16 can tell apart."""
+    than int8 can tell apart."""
     rng = np.random.default_rng(seed)
     x = _unit(rng, n, dim)
     x[100:140] = x[99]  # forty copies of one vector
@@ -45,13 +48,13 @@ def _selector(allowed: np.ndarray):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("share", [1.0, 0.5, 0.05, 0.003])
-def test_half_scan_finds_the_float32_top_k_under_any_scope(seed, share):
+def test_int8_scan_finds_the_float32_top_k_under_any_scope(seed, share):
     x = _vectors(seed)
     rng = np.random.default_rng(100 + seed)
     flat = faiss.IndexFlatIP(x.shape[1])
     flat.add(x)
-    half = HalfScan(faiss, x.shape[1])
-    half.add(x)
+    coarse = Int8Scan(faiss, x.shape[1])
+    coarse.add(x)
     allowed = np.flatnonzero(rng.random(len(x)) < share)
     sel, _keep = _selector(allowed)
     answered = 0
@@ -59,7 +62,7 @@ def test_half_scan_finds_the_float32_top_k_under_any_scope(seed, share):
     for q in (x[99], x[200], x[230], *_unit(rng, 4, x.shape[1])):
         q = q.reshape(1, -1)
         for k in (1, 10, 100):
-            found = exact_top(half, q, k, sel, lambda pos, q=q: x[pos] @ q[0])
+            found = exact_top(coarse, q, k, sel, lambda pos, q=q: x[pos] @ q[0])
             want_scores, want_pos = flat.search(q, k, params=faiss.SearchParameters(sel=sel))
             want_pos = want_pos[0][want_pos[0] >= 0]
             if found is None:  # it may decline (too wide to prove); the caller then scans float32
@@ -76,11 +79,29 @@ def test_half_scan_finds_the_float32_top_k_under_any_scope(seed, share):
     assert answered >= 15  # of 21 searches: the shortlist answers nearly all, ties and near-copies too
 
 
-def _table(x: np.ndarray, rids: np.ndarray, half_scan_min: int) -> TableIndex:
+@pytest.mark.parametrize("seed", range(3))
+def test_every_scanned_score_is_within_the_error_bound_also_past_the_first_scale(seed):
+    """The bound is measured on what the index holds: vectors added later and larger than the first
+    ones (clipped by the first scale) widen it, and it still covers every window."""
+    rng = np.random.default_rng(seed)
+    x = _vectors(seed, n=3000)
+    coarse = Int8Scan(faiss, x.shape[1])
+    coarse.add(x[:1000] * 0.5)  # a first scale fitted to smaller vectors
+    coarse.add(x[1000:])
+    held = np.vstack([x[:1000] * 0.5, x[1000:]])
+    everything = np.arange(len(held))
+    sel, _keep = _selector(everything)
+    for q in _unit(rng, 5, x.shape[1]) * rng.uniform(0.5, 2.0, size=(5, 1)).astype(np.float32):
+        q = q.reshape(1, -1)
+        approx, pos = coarse.search(q, len(held), sel)
+        assert np.all(np.abs(approx - held[pos] @ q[0]) <= coarse.error(q))
+
+
+def _table(x: np.ndarray, rids: np.ndarray, int8_scan_min: int) -> TableIndex:
     flat = faiss.IndexFlatIP(x.shape[1])
     flat.add(x)
     return TableIndex(flat, rids, Stamp("u", "m", x.shape[1], 0, len(rids), int(rids.max())),
-                      half_scan_min=half_scan_min)
+                      int8_scan_min=int8_scan_min)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -90,8 +111,8 @@ def test_a_large_table_searches_as_the_flat_one_did_also_after_appends(seed):
     # rows of one to four windows, rids increasing
     rids = np.repeat(np.arange(1, 5001), rng.integers(1, 5, size=5000))[: len(x)].astype(np.int64)
     head = 4000
-    fast = _table(x[:head], rids[:head], half_scan_min=1000)
-    plain = _table(x[:head], rids[:head], half_scan_min=10**9)
+    fast = _table(x[:head], rids[:head], int8_scan_min=1000)
+    plain = _table(x[:head], rids[:head], int8_scan_min=10**9)
     for step in range(2):
         rows = np.unique(fast.ids())
         for share in (1.0, 0.3, 0.01):
@@ -102,8 +123,8 @@ def test_a_large_table_searches_as_the_flat_one_did_also_after_appends(seed):
                     want = plain.search(q, allowed, limit)
                     assert np.allclose(got[1], want[1], atol=1e-6)
                     assert set(got[0].tolist()) <= set(allowed.tolist())
-        assert fast._half is not None and fast._half.ntotal == fast.ntotal
-        if step == 0:  # an ingest appends rows above every held rid: the float16 copy follows
+        assert fast._int8 is not None and fast._int8.ntotal == fast.ntotal
+        if step == 0:  # an ingest appends rows above every held rid: the int8 copy follows
             stamp = Stamp("u", "m", x.shape[1], 0, len(rids), int(rids.max()))
             for t in (fast, plain):
                 t.add(rids[head:], x[head:], stamp)
