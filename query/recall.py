@@ -41,7 +41,7 @@ from recallfs.query.staleness import current_links
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.floor import floor_config
-from recallfs.ranking.fusion import by_score, calibrated, rrf
+from recallfs.ranking.fusion import best_per_table, by_score, calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
 from recallfs.scope.principal import Principal
 
@@ -201,17 +201,20 @@ def _fuse(
     req: Request, scope: Scope, semantic: SemanticQuery | None, trace: Trace, *,
     weights: dict[str, float] | None, rrf_k: int, between: Callable[[dict[int, str]], None] | None = None,
 ) -> tuple[list[Candidate], bool]:
-    """The arms, then their fusion. `semantic`: the semantic arm's query, None when that arm does not run.
+    """The arms, then their fusion, cut to the best `scope.limit` rows of each table (what one arm
+    brings; fusion.best_per_table). `semantic`: the semantic arm's query, None when that arm does not run.
     `between`: run between the arms (arms.calibrated_arms). Also returns whether any readable memory
     holds a word of the query (for the relevance floor)."""
     if req.calibrated:
         scores, tables = calibrated_arms(scope, req.terms, semantic, trace, between)
-        fused = trace.timed("fusion", lambda: calibrated(scores, tables, weights=weights))
+        fused = trace.timed("fusion", lambda: best_per_table(calibrated(scores, tables, weights=weights),
+                                                             scope.limit))
         attach_evidence(fused, scores, semantic)
         return fused, shares_words(scores)
     if req.arm == "fused":
         lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=True, between=between)
-        fused = trace.timed("fusion", lambda: rrf(lists, ranked_tables, weights=weights, k=rrf_k))
+        fused = trace.timed("fusion", lambda: best_per_table(rrf(lists, ranked_tables, weights=weights, k=rrf_k),
+                                                             scope.limit))
     else:  # one arm alone: its tables merged by its own scores
         scored, ranked_tables = single_arm(scope, req.terms, semantic, trace, lexical=req.lexical)
         fused = trace.timed("fusion", lambda: by_score(scored, ranked_tables, weights=weights))

@@ -139,7 +139,7 @@ class Settings:
     fusion: str = _s("calibrated", "how fused recall combines its arms: calibrated (weighted sum of "
                      "calibrated arm scores) or rrf (reciprocal rank fusion)")
     rrf_k: int = _s(60, "the k constant of reciprocal rank fusion (fusion=rrf)")
-    candidates: int = _s(100, "candidates each arm contributes per table")
+    candidates: int = _s(100, "candidates each arm contributes per table (fusion keeps as many)")
     query_timeout_ms: int = _s(5000, "time limit for one DuckDB query")
     serve_threads: int = _s(1, "DuckDB threads of a mount's store (0: one per core). Its queries are small: run "
                             "on the caller's thread, they leave the other cores to concurrent requests and the "

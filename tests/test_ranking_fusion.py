@@ -8,7 +8,8 @@ import random
 import pytest
 from ranking_helpers import rids
 
-from recallfs.ranking.fusion import best_possible, by_score, list_key, rrf
+from recallfs.ranking.candidates import Candidate
+from recallfs.ranking.fusion import best_per_table, best_possible, by_score, list_key, rrf
 from recallfs.ranking.provenance import DEFAULT_WEIGHTS, parse_weights, provenance_key, weight_for
 from recallfs.ranking.reference import rrf_reference
 
@@ -184,3 +185,17 @@ def test_by_score_scores_are_the_arms_scores_or_scaled_by_given_weights():
     assert merged[0].ranks == {"semantic:turns": 1} and merged[0].arms == {"semantic"}
     weighted = by_score(scores, {3: "turns", 1: "facts"}, weights={"turns": 0.25})
     assert [c.rid for c in weighted] == [1, 3]
+
+
+@pytest.mark.parametrize(("tables", "limit", "kept"), [
+    ("", 2, []),
+    ("fft", 5, [0, 1, 2]),  # under the limit: everything, in order
+    ("tttff", 2, [0, 1, 3, 4]),  # each table's first two, whatever the other tables do
+    ("tftftft", 1, [0, 1]),
+    ("tsfts", 1, [0, 1, 2]),
+    ("fff", 0, []),
+])
+def test_best_per_table_keeps_each_tables_first_rows_in_order(tables, limit, kept):
+    names = {"f": "facts", "s": "summaries", "t": "turns"}
+    cands = [Candidate(rid=i, table=names[t], score=1.0 - i / 10) for i, t in enumerate(tables)]
+    assert [c.rid for c in best_per_table(cands, limit)] == kept

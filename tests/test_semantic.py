@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -315,6 +316,18 @@ def test_rank_fusion_searches_each_table_once(store, minilm):
     result = recall(store, ME, PARAPHRASES[0][0], fusion="rrf", semantic=arm)
     assert result.degraded is False and result.hits
     assert indexes.searches and len(indexes.searches) == len(set(indexes.searches))
+
+
+@pytest.mark.parametrize("fusion", ["calibrated", "rrf"])
+def test_fusion_keeps_no_more_rows_per_table_than_one_arm_brings(store, minilm, fusion):
+    # Both arms find rows of every table here; the stages see each table's best `candidates` only.
+    arm = SemanticSearch(minilm)
+    wide = recall(store, ME, "meeting notes in the conference room", k=100, semantic=arm, fusion=fusion)
+    narrow = recall(store, ME, "meeting notes in the conference room", k=100, semantic=arm, fusion=fusion, candidates=2)
+    per_table = Counter(h.table for h in narrow.hits)
+    assert per_table and max(per_table.values()) <= 2
+    assert narrow.total_candidates <= 2 * len(per_table) < wide.total_candidates
+    assert max(Counter(h.table for h in wide.hits).values()) > 2 and not narrow.degraded
 
 
 class _SignallingEncoder:
