@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.mount import process_setup, registry
+from recallfs.query import collector
 from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
@@ -197,7 +198,7 @@ def serve(config: MountConfig) -> int:
         ready.fail(f"cannot mount {mountpoint}: {exc}")
         return 1
     control = _record(config, ops, sock_path)
-    process_setup.tune_gc()
+    collector.tune_gc()
     code = 0
     try:
         trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}")

@@ -78,7 +78,7 @@ def test_a_cold_walk_renders_each_version_once(mounted: Mount) -> None:
 def test_a_cold_walk_leaves_the_cyclic_collector_almost_idle(mounted: Mount) -> None:
     """The daemon's objects are long-lived and freed by reference counting: with CPython's default
     thresholds a cold walk ran hundreds of young collections, and full ones that scan every inode and
-    listing (mount/process_setup.py GC_THRESHOLDS). Counted, not timed."""
+    listing (query/collector.py GC_THRESHOLDS). Counted, not timed."""
     before = mounted.mount_info()["detail"]["gc_collections"]
     _walk(mounted)
     after = mounted.mount_info()["detail"]["gc_collections"]
