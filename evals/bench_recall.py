@@ -10,7 +10,9 @@ Measures, in one run:
   rounds (`--ingest-rounds`);
 - recall latency at each size: `recall()` in process, p50/p95 over distinct queries (no query-vector
   cache hits), after a warm-up, for `--arm lexical` and `--arm fused` (hybrid, calibrated fusion: the
-  default), with their ratio, and hybrid with rank fusion (`fusion=rrf`) to price the calibration.
+  default), with their ratio, and hybrid with rank fusion (`fusion=rrf`) to price the calibration. The
+  modes take turns, 10 queries each (lexical-only, then hybrid on the same queries, then rank fusion on
+  queries of its own), and the process's collector is set as the daemon sets it (`--default-gc`: not).
 
 The synthetic stores (one workspace; 65% turns, 30% facts, 5% summaries) are built once and cached
 under --cache (default /tmp/recallfs-bench-recall). To keep building 100k memories to minutes on a small
@@ -38,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.query.collector import tune_gc
 from recallfs.query.embedder import Embedder, embedder_from_settings
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
@@ -208,36 +211,49 @@ def queries(n: int, seed: int) -> list[str]:
     return list(out)
 
 
-def measure_recall(path: Path, embedder: Embedder, n_queries: int, budget_ms: float) -> dict[str, Any]:
+BLOCK = 10  # queries each mode runs before the next takes its turn
+
+
+def measure_recall(
+    path: Path, embedder: Embedder, n_queries: int, budget_ms: float, *, tuned_gc: bool = True,
+) -> dict[str, Any]:
     arm = SemanticSearch(embedder, budget_ms=budget_ms)
     out: dict[str, Any] = {}
     with Store(path, read_only=True, threads=resolve().serve_threads) as store:  # as a mount opens it
         for q in queries(5, seed=1):  # warm: FAISS indexes loaded, caches filled, kernels warm
             recall(store, PRINCIPAL, q, arm="fused", semantic=arm)
             recall(store, PRINCIPAL, q, arm="lexical", semantic=arm)
-        modes = (("lexical", "lexical", "calibrated", 2), ("hybrid", "fused", "calibrated", 2),
-                 ("hybrid_rrf", "fused", "rrf", 3))
-        for mode, arm_name, fusion, seed in modes:
-            # Rank fusion gets queries of its own: on the hybrid run's queries it would find every query
-            # vector cached and look some 15 ms faster than it is.
-            qs = queries(n_queries, seed=seed)
-            if seed != 2:
-                seen = set(queries(n_queries, seed=2))
-                qs = [q for q in queries(4 * n_queries, seed=seed) if q not in seen][:n_queries]
-            times: list[float] = []
-            stages: dict[str, list[float]] = {}
-            degraded = 0
-            for q in qs:
-                t0 = time.perf_counter()
-                result = recall(store, PRINCIPAL, q, arm=arm_name, semantic=arm, fusion=fusion)
-                times.append((time.perf_counter() - t0) * 1000)
-                degraded += int(arm_name == "fused" and result.degraded)
-                for name, ms in result.timings_ms.items():
-                    stages.setdefault(name, []).append(ms)
+        if tuned_gc:  # as the daemon does once set up (query/collector.py)
+            tune_gc()
+        plain = queries(n_queries, seed=2)
+        seen = set(plain)
+        # Rank fusion gets queries of its own: on the hybrid run's queries it would find every query
+        # vector cached and look some 15 ms faster than it is.
+        own = [q for q in queries(4 * n_queries, seed=3) if q not in seen][:n_queries]
+        modes = {"lexical": ("lexical", "calibrated", plain), "hybrid": ("fused", "calibrated", plain),
+                 "hybrid_rrf": ("fused", "rrf", own)}
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
+        stages: dict[str, dict[str, list[float]]] = {mode: {} for mode in modes}
+        degraded = dict.fromkeys(modes, 0)
+        # The modes take turns, BLOCK queries each, so that each ratio compares recalls made under the
+        # same conditions (on a shared machine speed drifts over the minutes a mode-after-mode run
+        # takes), while each mode still runs mostly after itself, as a stream of recalls does (a
+        # hybrid recall's scans leave the CPU caches cold for whatever follows).
+        for block in range(0, n_queries, BLOCK):
+            for mode, (arm_name, fusion, qs) in modes.items():
+                for q in qs[block: block + BLOCK]:
+                    t0 = time.perf_counter()
+                    result = recall(store, PRINCIPAL, q, arm=arm_name, semantic=arm, fusion=fusion)
+                    times[mode].append((time.perf_counter() - t0) * 1000)
+                    degraded[mode] += int(arm_name == "fused" and result.degraded)
+                    for name, ms in result.timings_ms.items():
+                        stages[mode].setdefault(name, []).append(ms)
+        for mode, measured in times.items():
             out[mode] = {
-                "p50": statistics.median(times), "p95": float(np.percentile(times, 95)),
-                "stages": {name: statistics.median(v + [0.0] * (len(qs) - len(v))) for name, v in stages.items()},
-                "degraded": degraded,
+                "p50": statistics.median(measured), "p95": float(np.percentile(measured, 95)),
+                "stages": {name: statistics.median(v + [0.0] * (len(measured) - len(v)))
+                           for name, v in stages[mode].items()},
+                "degraded": degraded[mode],
             }
     return out
 
@@ -251,6 +267,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pool", type=int, default=5000, help="distinct base sentences embedded per store (0: all)")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "recallfs-bench-recall")
     p.add_argument("--budget-ms", type=float, default=2000, help="query embedding budget during the run")
+    p.add_argument("--default-gc", action="store_true",
+                   help="keep CPython's collector settings (default: the daemon's, query/collector.py)")
     return p
 
 
@@ -274,13 +292,15 @@ def main(argv: list[str] | None = None) -> int:
               f"faiss GPUs: {faiss.get_num_gpus()}")
     print(f"model {embedder.model_id} ({embedder.dim}-d) on {device}; DuckDB threads "
           f"{resolve().serve_threads or 'every core'} (RECALLFS_SERVE_THREADS); {os.cpu_count()} CPUs; "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}; collector "
+          f"{'CPython defaults' if args.default_gc else 'as the daemon sets it (query/collector.py)'}")
 
     ingest = measure_ingest(embedder, args.ingest_rows, args.ingest_rounds) if args.ingest_rows > 0 else {}
     rows: list[tuple[int, dict[str, Any]]] = []
     for size in (int(s) for s in args.sizes.split(",") if s.strip()):
         path = _cached_store(args.cache, size, embedder, args.pool)
-        rows.append((size, measure_recall(path, embedder, args.queries, args.budget_ms)))
+        rows.append((size, measure_recall(path, embedder, args.queries, args.budget_ms,
+                                          tuned_gc=not args.default_gc)))
     _print_report(args, ingest, rows)
     return 0
 
