@@ -42,9 +42,9 @@ from recallfs.query.settings import Settings
 from recallfs.query.store import Store, StoreError
 from recallfs.scope.principal import Principal
 
-# Hits asked of recall() per question: more than it can return (candidates per arm and table x 6
-# lists), so that each table's own ranking is complete, not cut short by the other tables' hits. Free:
-# recall() loads and shapes every candidate before it pages.
+# Hits asked of recall() per question: more than it can return (fusion keeps `candidates` per table, 3
+# tables; a single arm brings as many), so that each table's own ranking is complete, not cut short by
+# the other tables' hits. Free: recall() loads and shapes every candidate before it pages.
 DEPTH = 1000
 EVAL_AGENT = "eval"
 ALL_TABLES = "all_tables"
