@@ -322,8 +322,10 @@ def test_rank_fusion_searches_each_table_once(store, minilm):
 def test_fusion_keeps_no_more_rows_per_table_than_one_arm_brings(store, minilm, fusion):
     # Both arms find rows of every table here; the stages see each table's best `candidates` only.
     arm = SemanticSearch(minilm)
-    wide = recall(store, ME, "meeting notes in the conference room", k=100, semantic=arm, fusion=fusion)
-    narrow = recall(store, ME, "meeting notes in the conference room", k=100, semantic=arm, fusion=fusion, candidates=2)
+    # the lexical arm finds the distractors that share the question's words, the semantic arm the answer
+    question = PARAPHRASES[0][0]
+    wide = recall(store, ME, question, k=100, semantic=arm, fusion=fusion)
+    narrow = recall(store, ME, question, k=100, semantic=arm, fusion=fusion, candidates=2)
     per_table = Counter(h.table for h in narrow.hits)
     assert per_table and max(per_table.values()) <= 2
     assert narrow.total_candidates <= 2 * len(per_table) < wide.total_candidates
