@@ -249,10 +249,11 @@ def by_category(questions: list[Question], per_question: list[dict[str, dict[str
 
 
 def with_until(options: RecallOptions | None, until: datetime | None) -> RecallOptions | None:
-    """A variant's options with the question's haystack end added (RealMem's sessions before its own)."""
+    """A variant's options with the question's haystack end added (RealMem's sessions before its own),
+    which is also when it is asked (`now`: the dates it names count from there)."""
     if until is None:
         return options
-    return replace(options, until=until) if options is not None else RecallOptions(until=until)
+    return replace(options, until=until, now=until) if options is not None else RecallOptions(until=until, now=until)
 
 
 def run_variant(

@@ -24,8 +24,9 @@ FAST_PATH_HINT = ("no mount holds {store}, so this call loads the embedding mode
                   "recall mount the store (`recallfs mount --store {store} DIR`) or pass --arm lexical")
 
 # flag -> inline option it means (query_syntax reads both)
-RECALL_FLAGS = (("kind", "kind"), ("tag", "tag"), ("session", "session"), ("author", "agent"), ("since", "since"),
-                ("until", "until"), ("k", "k"), ("offset", "offset"), ("recent", "recent"), ("budget", "budget"))
+RECALL_FLAGS = (("now", "now"), ("kind", "kind"), ("tag", "tag"), ("session", "session"), ("author", "agent"),
+                ("since", "since"), ("until", "until"), ("k", "k"), ("offset", "offset"), ("recent", "recent"),
+                ("budget", "budget"))
 
 
 def register(sub: Any) -> None:
@@ -45,6 +46,8 @@ def register(sub: Any) -> None:
     p.add_argument("--author", help="only memories written by this agent; same as agent: (--agent is who reads)")
     p.add_argument("--since", help="only memories from this UTC date or duration ago (2026-06-01, 7d); same as since:")
     p.add_argument("--until", help="only memories up to this UTC date (a bare date includes the day); same as until:")
+    p.add_argument("--now", help="when the question is asked (a UTC date, or a duration ago): --since, --until "
+                                 "durations and dates in the question (\"last week\") count from it; same as now:")
     # a value is required: an optional one would swallow the query that follows (--recent "what changed")
     p.add_argument("--recent", metavar="on|off|HALF_LIFE",
                    help="favour newer memories: on, off (not even for 'latest'), or a half-life such as 7d; "
@@ -66,7 +69,7 @@ def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any
             if one is None:
                 continue
             try:
-                apply_option(opts, option, str(one), now)
+                apply_option(opts, option, str(one), opts.now or now)
             except ValueError as exc:
                 name = "-k" if flag == "k" else f"--{flag}"
                 raise CliError(f"{name} {shown(str(one))}: {exc}") from None

@@ -115,6 +115,7 @@ def options_payload(opts: Any) -> dict[str, Any]:
         "since": opts.since.isoformat() if opts.since else None,
         "until": opts.until.isoformat() if opts.until else None,
         "recent": opts.recent_half_life_days, "budget": opts.budget,
+        "now": opts.now.isoformat() if opts.now else None,
     }
 
 
@@ -127,6 +128,7 @@ def _options(payload: dict[str, Any]) -> Any:
         since=datetime.fromisoformat(payload["since"]) if payload.get("since") else None,
         until=datetime.fromisoformat(payload["until"]) if payload.get("until") else None,
         recent_half_life_days=payload.get("recent"), budget=payload.get("budget"),
+        now=datetime.fromisoformat(payload["now"]) if payload.get("now") else None,
     )
 
 

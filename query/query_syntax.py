@@ -24,7 +24,7 @@ MIN_BUDGET, MAX_BUDGET = 16, 1_000_000
 MAX_DURATION_YEARS = 9999  # datetime's whole range: no longer duration can name a date
 _MAX_DIGITS = 18  # longer numbers are out of every range here; int() refuses past 4,300 digits anyway
 
-_OPTION = re.compile(r'^(kind|tag|session|agent|since|until|k|offset|recent|budget):(.*)$', re.I)
+_OPTION = re.compile(r'^(kind|tag|session|agent|since|until|k|offset|recent|budget|now):(.*)$', re.I)
 _DURATION = re.compile(r"^(\d+)\s*([hdwmy])$", re.I)
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -43,6 +43,8 @@ class RecallOptions:
     offset: int | None = None
     recent_half_life_days: float | None = None  # None: not asked for
     budget: int | None = None
+    now: datetime | None = None  # when the question is asked (None: the clock): durations and dates in
+    # the question count from here (since:7d, "last week")
 
     def merged(self, other: RecallOptions) -> RecallOptions:
         """Values set in `other` win (inline options over CLI flags)."""
@@ -134,7 +136,7 @@ def _names(value: str, name: str) -> list[str]:
 
 _EXAMPLES = {
     "kind": "decision", "tag": "ci", "session": "s-12", "agent": "atlas", "since": "7d", "until": "2026-06-11",
-    "k": "20", "offset": "10", "recent": "7d", "budget": "800",
+    "k": "20", "offset": "10", "recent": "7d", "budget": "800", "now": "2026-06-11",
 }
 
 
@@ -176,6 +178,7 @@ _SETTERS: dict[str, Callable[[RecallOptions, str, datetime], None]] = {
     "offset": lambda o, v, now: setattr(o, "offset", _int(v, 0, MAX_OFFSET)),
     "budget": lambda o, v, now: setattr(o, "budget", _int(v, MIN_BUDGET, MAX_BUDGET)),
     "recent": lambda o, v, now: setattr(o, "recent_half_life_days", _recent(v)),
+    "now": lambda o, v, now: setattr(o, "now", parse_when(v, now)),
 }
 
 
@@ -197,18 +200,22 @@ def _split(text: str) -> list[str]:
 
 
 def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
-    now = now or utc_now()
+    """The query's words and inline options. A `now:` option is read first, wherever it stands: the
+    other options' durations count from it."""
     opts = RecallOptions()
     errors: list[str] = []
     words: list[str] = []
+    options: list[tuple[str, str]] = []
     for token in _split(raw):
         m = _OPTION.match(token)
-        if not m:
+        if m:
+            options.append((m.group(1).lower(), m.group(2)))
+        else:
             words.append(token)
-            continue
-        name, value = m.group(1).lower(), m.group(2)
+    options.sort(key=lambda named: named[0] != "now")  # stable: the rest keep their order
+    for name, value in options:
         try:
-            apply_option(opts, name, value, now)
+            apply_option(opts, name, value, opts.now or now or utc_now())
         except ValueError as exc:
             errors.append(f"ignored {name}:{shown(value.strip())} ({exc})")
     if opts.since and opts.until and opts.since > opts.until:

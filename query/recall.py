@@ -31,9 +31,10 @@ from recallfs.query.gate import scope_clause
 from recallfs.query.lexical import query_terms
 from recallfs.query.lineage import replaced_by_hits
 from recallfs.query.loading import Preloaded, authorize_and_load, full_rows, preload
-from recallfs.query.query_syntax import RecallOptions, parse_query, well_formed
+from recallfs.query.query_syntax import RecallOptions, parse_query, utc_now, well_formed
 from recallfs.query.readable import Row
 from recallfs.query.recall_scope import Scope, SemanticArm, SemanticQuery, Trace
+from recallfs.query.replies import reply_links
 from recallfs.query.results import Hit, RecallResult
 from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import StageInputs, apply_stages
@@ -118,9 +119,11 @@ def recall(
                          between=between)
     authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace, early)
     config = floor_config(stages or StageConfig(), any_shared_word=words, alone=req.arm != "fused")
+    replies = reply_links(scope, principal, authorized, rows, req.options, trace) if config.reply_weight > 0 else {}
     links = current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
-                         query=None if trace.degraded else handle, vectors_from=semantic, links=links)
+                         query=None if trace.degraded else handle, vectors_from=semantic, links=links,
+                         replies=replies, now=req.options.now or now or utc_now())
     shaped = _shape(authorized, config, inputs, trace)
     ranked, total = shaped.cands, len(shaped.cands)
     if not ranked and filters_of(req.options):
@@ -144,7 +147,7 @@ def parse(
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
     query = well_formed(query)
-    parsed = parse_query(query, now=now)
+    parsed = parse_query(query, now=options.now if options is not None and options.now else now)
     opts = (options or RecallOptions()).merged(parsed.options)
     return Request(query=query, text=parsed.text, terms=query_terms(parsed.text), options=opts,
                    errors=list(parsed.errors), k=opts.k or k, offset=opts.offset if opts.offset is not None else offset,

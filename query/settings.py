@@ -71,6 +71,10 @@ _STAGE_HELP = {
     "floor_cosine": "a hit only the semantic arm found (no query word in it) must also be this near the "
                     "query (cosine; 0: no such test)",
     "question_weight": "score x this for a turn that only asks (ends in '?'; 1: off)",
+    "reply_weight": "the reply to a question turn among the best hits (the session's next turn, by another "
+                    "speaker) scores at least this x the question (0: off)",
+    "window_weight": "memories written in the span the question names (\"in May 2023\", \"last week\") "
+                     "score x (1 + this) (0: off)",
     "session_weight": "session evidence: a hit gains this x its session's support (0: off)",
     "session_breadth": "a session's support: its best hit's score, with each of its next 4 hits closing this "
                        "x its score squared of what is left to 1 (noisy-OR; 0: the best hit alone)",
@@ -157,6 +161,8 @@ class Settings:
     relevance_floor: float = _stage("relevance_floor")
     floor_cosine: float = _stage("floor_cosine")
     question_weight: float = _stage("question_weight")
+    reply_weight: float = _stage("reply_weight")
+    window_weight: float = _stage("window_weight")
     session_weight: float = _stage("session_weight")
     session_breadth: float = _stage("session_breadth")
     rerank: bool = _stage("rerank")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -118,6 +119,8 @@ class StageInputs:
     vectors_from: SemanticArm | None  # the arm whose indexes hold stored vectors, ready or not
     # rid -> the current facts a turn or summary yields to (query/staleness.py links_for)
     links: Mapping[int, Sequence[CurrentLink]] = field(default_factory=dict)
+    replies: Mapping[int, int] = field(default_factory=dict)  # question rid -> its reply (query/replies.py)
+    now: datetime | None = None  # when the question is asked: relative dates in it count from here
 
 
 def apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInputs) -> Shaped:
@@ -140,7 +143,7 @@ def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInpu
     qvec, qvec_note = query_vector(inputs.query) if config.rerank and cands else (None, None)
     shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
                    recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
-                   calibrated=inputs.calibrated, links=inputs.links)
+                   calibrated=inputs.calibrated, links=inputs.links, replies=inputs.replies, now=inputs.now)
     _note_fallbacks(shaped, config, budget, vector_note, qvec_note)
     return shaped
 

@@ -1,9 +1,10 @@
 """The shaping stages in their fixed order (developer-notes/ranking.md), each one switchable for ablation.
 
     fused candidates -> identity dedup -> relevance floor (0.01; semantic-only: cosine 0.3)
-      -> question turns (x0.8 on calibrated scores) -> session evidence (on) -> rerank (off)
-      -> near-duplicate collapse (on)
-      -> metadata bonuses (off) -> recency (neutral; auto on temporal intent; reorders the top band only)
+      -> question turns (x0.8 on calibrated scores) -> replies (a question's reply at least as high)
+      -> session evidence (on) -> rerank (off) -> near-duplicate collapse (on)
+      -> metadata bonuses (off) -> time window (x2 inside the span the question names)
+      -> recency (neutral; auto on temporal intent; reorders the top band only)
       -> currentness (turns and summaries yield to the current fact that replaced them)
       -> token budget + MMR (opt-in: budget:N) -> min_score -> tie-break
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from recallfs.ranking.bonuses import metadata_bonus
 from recallfs.ranking.budget import budget_select
@@ -27,13 +29,15 @@ from recallfs.ranking.dedup import dedup_identity
 from recallfs.ranking.floor import above_floor
 from recallfs.ranking.questions import demote_questions, question_weight
 from recallfs.ranking.recency import recency_in_band
+from recallfs.ranking.replies import lift_replies
 from recallfs.ranking.rerank import rerank
 from recallfs.ranking.session_evidence import session_evidence
 from recallfs.ranking.similarity import Vector
 from recallfs.ranking.stage_config import RECENCY_MODES, STAGES, StageConfig
-from recallfs.ranking.temporal import question_of, temporal_intent, time_anchor
+from recallfs.ranking.temporal import question_of, recency_half_life
+from recallfs.ranking.time_window import favour_window, time_window
 
-__all__ = ["RECENCY_MODES", "STAGES", "Shaped", "StageConfig", "shape"]
+__all__ = ["RECENCY_MODES", "STAGES", "Shaped", "StageConfig", "recency_half_life", "shape"]
 
 
 @dataclass(slots=True)
@@ -43,27 +47,6 @@ class Shaped:
     timings_ms: dict[str, float] = field(default_factory=dict)
     # stage -> what it did, for results.json ("on", "off", "skipped: ...", "auto: 'latest'", ...)
     stages: dict[str, str] = field(default_factory=dict)
-
-
-def recency_half_life(config: StageConfig, query: str, recent_option: float | None) -> tuple[float, str]:
-    """(half-life in days, 0 for off; why). `recent:` wins over the config, the config over intent."""
-    if recent_option is not None:
-        if recent_option <= 0:
-            return 0.0, "off (recent:off)"
-        return recent_option, f"on (recent:, half-life {recent_option:g}d)"
-    if config.recency == "off":
-        return 0.0, "off"
-    if config.recency == "on":
-        return config.half_life_days, f"on (half-life {config.half_life_days:g}d)"
-    # The question decides, not a dialogue or message around it, which says "now" in passing.
-    question = question_of(query)
-    phrase = temporal_intent(question)
-    if phrase:
-        anchor = time_anchor(question)
-        if anchor:
-            return 0.0, f"neutral (temporal intent {phrase!r} anchored to {anchor})"
-        return config.half_life_days, f"auto: temporal intent {phrase!r} (half-life {config.half_life_days:g}d)"
-    return 0.0, "neutral (no temporal intent)"
 
 
 @dataclass(slots=True)
@@ -81,6 +64,8 @@ class _Run:
     calibrated: bool
     clock: Callable[[], float]
     links: Mapping[int, Sequence[CurrentLink]] = field(default_factory=dict)
+    replies: Mapping[int, int] = field(default_factory=dict)  # question rid -> its reply's rid
+    now: datetime | None = None  # when the question is asked (relative dates: ranking/time_window.py)
 
     def timed(self, name: str, fn: Callable[[], list[Candidate]]) -> None:
         t0 = self.clock()
@@ -109,6 +94,18 @@ def _questions(run: _Run) -> None:
     weight, run.out.stages["questions"] = question_weight(run.config.question_weight, calibrated=run.calibrated)
     if weight < 1:
         run.timed("questions", lambda: demote_questions(run.out.cands, weight))
+
+
+def _replies(run: _Run) -> None:
+    weight = run.config.reply_weight
+    if weight <= 0:
+        run.out.stages["replies"] = "off"
+        return
+    if not run.replies:
+        run.out.stages["replies"] = f"on (weight {weight:g}; no question turn among the best with a reply)"
+        return
+    run.timed("replies", lambda: lift_replies(run.out.cands, run.replies, weight))
+    run.out.stages["replies"] = f"on (weight {weight:g}; {len(run.replies)} question turns with a reply)"
 
 
 def _session(run: _Run) -> None:
@@ -155,6 +152,17 @@ def _bonuses(run: _Run) -> None:
         run.out.stages["bonuses"] = f"tag x{1 + tag:g}, kind x{1 + kind:g}"
     else:
         run.out.stages["bonuses"] = "off"
+
+
+def _window(run: _Run) -> None:
+    weight = run.config.window_weight
+    window = time_window(question_of(run.query), run.now) if weight > 0 else None
+    if window is None:
+        run.out.stages["window"] = "off" if weight <= 0 else "neutral (the question names no time)"
+        return
+    run.timed("window", lambda: favour_window(run.out.cands, window, weight))
+    run.out.stages["window"] = (f"x{1 + weight:g} for memories of {window.start:%Y-%m-%d} to {window.end:%Y-%m-%d} "
+                                f"({window.phrase!r})")
 
 
 def _recency(run: _Run) -> None:
@@ -209,8 +217,8 @@ def _min_score(run: _Run) -> None:
 
 # The stages in their fixed order (the module docstring); each records in `stages` what it did.
 PIPELINE: tuple[Callable[[_Run], None], ...] = (
-    _dedup, _floor, _questions, _session, _rerank, _collapse, _bonuses, _recency, _currentness, _budget,
-    _min_score,
+    _dedup, _floor, _questions, _replies, _session, _rerank, _collapse, _bonuses, _window, _recency, _currentness,
+    _budget, _min_score,
 )
 
 
@@ -227,14 +235,17 @@ def shape(
     calibrated: bool = True,
     clock: Callable[[], float] = time.perf_counter,
     links: Mapping[int, Sequence[CurrentLink]] | None = None,
+    replies: Mapping[int, int] | None = None,
+    now: datetime | None = None,
 ) -> Shaped:
     """Run the stages in order over authorized, loaded candidates. `query` is the search text (inline
     options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding.
     `calibrated`: the scores come from calibrated fusion (False: reciprocal ranks, a single arm or rrf).
-    `links`: rid -> the current fact a turn or summary yields to (ranking/currentness.py)."""
+    `links`: rid -> the current fact a turn or summary yields to (ranking/currentness.py).
+    `replies`: question rid -> its reply's rid (ranking/replies.py). `now`: when the question is asked."""
     # No copy here: each stage copies only the candidates it changes (Candidate.copy).
     run = _Run(Shaped(cands=ordered(list(cands))), config, query, terms, query_vector, vectors,
-               recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}))
+               recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}), dict(replies or {}), now)
     for stage in PIPELINE:
         stage(run)
     run.timed("tie_break", lambda: ordered(run.out.cands))

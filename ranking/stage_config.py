@@ -15,6 +15,8 @@ from recallfs.ranking.recency import DEFAULT_BAND, DEFAULT_HALF_LIFE_DAYS
 DEFAULT_SESSION_WEIGHT = 0.6  # ranking/session_evidence.py (kept here so this module needs no stages)
 DEFAULT_SESSION_BREADTH = 1.0  # how much a session's further hits add to its support (0: its best alone)
 DEFAULT_QUESTION_WEIGHT = 0.8  # ranking/questions.py
+DEFAULT_REPLY_WEIGHT = 1.0  # ranking/replies.py: a question's reply scores at least this x the question
+DEFAULT_WINDOW_WEIGHT = 1.0  # ranking/time_window.py: memories in the window the question names x (1 + this)
 
 DEFAULT_LAMBDA = 0.7  # MMR: relevance against diversity under a token budget
 DEFAULT_THRESHOLD = 0.9  # cosine at or above which two hits may be near-duplicates
@@ -24,8 +26,17 @@ DEFAULT_FLOOR_COSINE = 0.3  # ranking/floor.py: the cosine a hit only the semant
 
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "floor", "questions", "session", "rerank", "collapse", "bonuses", "recency", "currentness",
-          "mmr", "min_score")
+STAGES = ("dedup", "floor", "questions", "replies", "session", "rerank", "collapse", "bonuses", "window", "recency",
+          "currentness", "mmr", "min_score")
+
+
+# The knobs that must lie in a range (StageConfig.__post_init__): name -> (lowest, highest).
+_RANGES: dict[str, tuple[float, float]] = {
+    "rerank_mix": (0.0, 1.0), "mmr_lambda": (0.0, 1.0), "collapse_threshold": (-1.0, 1.0),
+    "recency_band": (0.0, 1.0), "relevance_floor": (0.0, 1.0), "floor_cosine": (-1.0, 1.0),
+    "question_weight": (0.0, 1.0), "reply_weight": (0.0, 1.0), "window_weight": (0.0, 10.0),
+    "session_weight": (0.0, 10.0), "session_breadth": (0.0, 1.0),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,8 @@ class StageConfig:
     relevance_floor: float = DEFAULT_RELEVANCE_FLOOR  # drop hits whose arms matched less (0 keeps all)
     floor_cosine: float = DEFAULT_FLOOR_COSINE  # ... and semantic-only hits less near the query than this
     question_weight: float = DEFAULT_QUESTION_WEIGHT  # score x this for a turn that asks; 1 is off
+    reply_weight: float = DEFAULT_REPLY_WEIGHT  # a question's reply scores at least this x it; 0 is off
+    window_weight: float = DEFAULT_WINDOW_WEIGHT  # x (1 + this) inside the time window asked about; 0 is off
     session_weight: float = DEFAULT_SESSION_WEIGHT  # session evidence; 0 is off
     session_breadth: float = DEFAULT_SESSION_BREADTH  # a session's further hits in its support (0..1)
     rerank: bool = False
@@ -57,26 +70,12 @@ class StageConfig:
     def __post_init__(self) -> None:
         if self.recency not in RECENCY_MODES:
             raise ValueError(f"recency must be one of {', '.join(RECENCY_MODES)}, not {self.recency!r}")
-        if not 0.0 <= self.rerank_mix <= 1.0:
-            raise ValueError("rerank_mix must lie in 0..1")
-        if not 0.0 <= self.mmr_lambda <= 1.0:
-            raise ValueError("mmr_lambda must lie in 0..1")
-        if not -1.0 <= self.collapse_threshold <= 1.0:
-            raise ValueError("collapse_threshold is a cosine: it must lie in -1..1")
-        if not 0.0 <= self.recency_band <= 1.0:
-            raise ValueError("recency_band must lie in 0..1")
         if self.half_life_days <= 0:
             raise ValueError("half_life_days must be positive")
-        if not 0.0 <= self.relevance_floor <= 1.0:
-            raise ValueError("relevance_floor must lie in 0..1")
-        if not -1.0 <= self.floor_cosine <= 1.0:
-            raise ValueError("floor_cosine is a cosine: it must lie in -1..1")
-        if not 0.0 <= self.question_weight <= 1.0:
-            raise ValueError("question_weight must lie in 0..1")
-        if not 0.0 <= self.session_weight <= 10.0:
-            raise ValueError("session_weight must lie in 0..10")
-        if not 0.0 <= self.session_breadth <= 1.0:
-            raise ValueError("session_breadth must lie in 0..1")
+        for name, (lo, hi) in _RANGES.items():
+            if not lo <= getattr(self, name) <= hi:
+                what = " is a cosine: it" if (lo, hi) == (-1.0, 1.0) else ""
+                raise ValueError(f"{name}{what} must lie in {lo:g}..{hi:g}")
 
     def replace(self, **changes: Any) -> StageConfig:
         return dataclasses.replace(self, **changes)
@@ -99,6 +98,10 @@ class StageConfig:
             return self.replace(question_weight=1.0 if self.question_weight < 1 else DEFAULT_QUESTION_WEIGHT)
         if stage == "session":
             return self.replace(session_weight=0.0 if self.session_weight > 0 else DEFAULT_SESSION_WEIGHT)
+        if stage == "replies":
+            return self.replace(reply_weight=0.0 if self.reply_weight > 0 else DEFAULT_REPLY_WEIGHT)
+        if stage == "window":
+            return self.replace(window_weight=0.0 if self.window_weight > 0 else DEFAULT_WINDOW_WEIGHT)
         if stage in ("dedup", "rerank", "collapse", "currentness", "mmr"):
             return self.replace(**{stage: not getattr(self, stage)})
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")

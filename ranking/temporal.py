@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from recallfs.ranking.stage_config import StageConfig
 from recallfs.ranking.text import fold
 
 # Words that ask for the present state of something. Deliberately absent: "recent(ly)", "lately",
@@ -64,3 +65,24 @@ def time_anchor(query: str) -> str | None:
     """The first year (1900-2099) or ISO date the query names, or None."""
     m = _ANCHOR.search(query)
     return m.group(1) if m else None
+
+
+def recency_half_life(config: StageConfig, query: str, recent_option: float | None) -> tuple[float, str]:
+    """(half-life in days, 0 for off; why). `recent:` wins over the config, the config over intent."""
+    if recent_option is not None:
+        if recent_option <= 0:
+            return 0.0, "off (recent:off)"
+        return recent_option, f"on (recent:, half-life {recent_option:g}d)"
+    if config.recency == "off":
+        return 0.0, "off"
+    if config.recency == "on":
+        return config.half_life_days, f"on (half-life {config.half_life_days:g}d)"
+    # The question decides, not a dialogue or message around it, which says "now" in passing.
+    question = question_of(query)
+    phrase = temporal_intent(question)
+    if phrase:
+        anchor = time_anchor(question)
+        if anchor:
+            return 0.0, f"neutral (temporal intent {phrase!r} anchored to {anchor})"
+        return config.half_life_days, f"auto: temporal intent {phrase!r} (half-life {config.half_life_days:g}d)"
+    return 0.0, "neutral (no temporal intent)"

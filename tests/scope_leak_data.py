@@ -59,6 +59,9 @@ OPEN = [
     {"type": "summary", "source_id": "s-open#summary", "session": "s-open", "title": "Release planning",
      "content": "Release train on thursdays; runbook covers rollback.", "agent": "atlas",
      "created_at": "2026-06-01T11:00:00Z"},
+    # a question everyone may read, whose reply (kvreply, below) only its author may: recall follows a
+    # question turn to its reply (query/replies.py), and must not follow it past the gate
+    turn("s-keys", 0, "atlas", "Where did the crew stash the harbor keys?", agent="atlas"),
 ]
 
 _scout_session = "kvscoutsess-bunker"
@@ -82,6 +85,10 @@ FAMILIES = [
          "title": "kvscoutsess tunnel", "content": "kvscoutsess tunnel map and password", "agent": "scout",
          "visibility": "private", "created_at": "2026-06-01T12:00:00Z"},
     ], session=_scout_session, text="kvscoutsess the tunnel map is in the blue folder"),
+    Family("kvreply", frozenset({"atlas", "guest"}), [
+        turn("s-keys", 1, "scout", "kvreply under the third plank of the boathouse", agent="scout",
+             visibility="private"),
+    ], text="Where did the crew stash the harbor keys?"),
     Family("kvotherws", frozenset(READERS), [
         fact("kvotherws-src", "kvotherws the other workspace keeps its lanterns in the attic", id="f-kvotherws",
              agent="atlas", entity="kvotherws-ent", tags=["kvotherws-tag"], kind="kvotherws-kind",
