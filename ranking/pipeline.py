@@ -217,7 +217,7 @@ def _min_score(run: _Run) -> None:
 
 # The stages in their fixed order (the module docstring); each records in `stages` what it did.
 PIPELINE: tuple[Callable[[_Run], None], ...] = (
-    _dedup, _floor, _questions, _replies, _session, _rerank, _collapse, _bonuses, _window, _recency, _currentness,
+    _dedup, _floor, _questions, _session, _replies, _rerank, _collapse, _bonuses, _window, _recency, _currentness,
     _budget, _min_score,
 )
 

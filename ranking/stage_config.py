@@ -26,7 +26,7 @@ DEFAULT_FLOOR_COSINE = 0.3  # ranking/floor.py: the cosine a hit only the semant
 
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "floor", "questions", "replies", "session", "rerank", "collapse", "bonuses", "window", "recency",
+STAGES = ("dedup", "floor", "questions", "session", "replies", "rerank", "collapse", "bonuses", "window", "recency",
           "currentness", "mmr", "min_score")
 
 

@@ -115,3 +115,15 @@ def test_through_the_mount_ls_shows_the_reply_and_cat_reads_it(mnt: Mount):
     grep = subprocess.run(["grep", "-rl", "kvsecretreply", str(mnt.path / "recall" / "spare vault key kept")],
                           capture_output=True, text=True)
     assert grep.returncode == 1 and grep.stdout == ""
+
+
+def test_a_reply_ingested_later_is_found_by_the_next_recall(tmp_path):
+    asked = turn("s-late", 0, "maya", "Which harbour did the ferry leave from?")
+    with Store(tmp_path / "store.duckdb") as s:
+        ingest_records(s, [parse_record(asked, org="acme", workspace="proj", agent="tester")], embedder=None)
+        first = recall(s, ME, "which harbour did the ferry leave from", arm="lexical")
+        assert contents(first) == ["Which harbour did the ferry leave from?"]
+        reply = turn("s-late", 1, "atlas", "Kirkwall, at dawn.")
+        ingest_records(s, [parse_record(reply, org="acme", workspace="proj", agent="tester")], embedder=None)
+        again = recall(s, ME, "which harbour did the ferry leave from", arm="lexical")
+        assert contents(again) == ["Kirkwall, at dawn.", "Which harbour did the ferry leave from?"]
