@@ -15,7 +15,7 @@ from recallfs.ranking.recency import DEFAULT_BAND, DEFAULT_HALF_LIFE_DAYS
 DEFAULT_SESSION_WEIGHT = 0.6  # ranking/session_evidence.py (kept here so this module needs no stages)
 DEFAULT_SESSION_BREADTH = 1.0  # how much a session's further hits add to its support (0: its best alone)
 DEFAULT_QUESTION_WEIGHT = 0.8  # ranking/questions.py
-DEFAULT_REPLY_WEIGHT = 1.0  # ranking/replies.py: a question's reply scores at least this x the question
+DEFAULT_REPLY_WEIGHT = 0.9  # ranking/replies.py: a question's reply scores at least this x the question
 DEFAULT_WINDOW_WEIGHT = 1.0  # ranking/time_window.py: memories in the window the question names x (1 + this)
 
 DEFAULT_LAMBDA = 0.7  # MMR: relevance against diversity under a token budget

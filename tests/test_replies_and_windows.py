@@ -54,11 +54,11 @@ def contents(result) -> list[str]:
     return [h.row["content"] for h in result.hits]
 
 
-def test_the_reply_to_a_matching_question_comes_back_first(store):
+def test_the_reply_to_a_matching_question_comes_back_right_after_it(store):
     result = recall(store, ME, "toughest part of restoring the sailboat", arm="lexical")
-    assert contents(result)[:2] == [REPLY, "What was the toughest part of restoring the sailboat?"]
-    assert result.hits[0].arms == ["reply"]
-    assert result.stages["replies"].startswith("on (weight 1; 1 question turns")
+    assert contents(result)[:2] == ["What was the toughest part of restoring the sailboat?", REPLY]
+    assert result.hits[1].arms == ["reply"]
+    assert result.stages["replies"].startswith("on (weight 0.9; 1 question turns")
     off = recall(store, ME, "toughest part of restoring the sailboat", arm="lexical",
                  stages=StageConfig(reply_weight=0.0))
     assert REPLY not in contents(off) and off.stages["replies"] == "off"
@@ -74,7 +74,7 @@ def test_a_reply_the_caller_may_not_read_never_comes_back(store):
     assert all("kvsecretreply" not in c for c in contents(mine))
     assert all("kvsecretreply" not in note for note in mine.notes)
     theirs = recall(store, SCOUT, "where is the spare vault key kept", arm="lexical")
-    assert contents(theirs)[0] == SECRET  # its author reads it: the lookup itself works
+    assert contents(theirs)[1] == SECRET  # its author reads it: the lookup itself works
 
 
 def test_a_reply_the_filters_exclude_is_not_brought_in(store):
@@ -107,11 +107,11 @@ def test_through_the_mount_ls_shows_the_reply_and_cat_reads_it(mnt: Mount):
     query = mnt.path / "recall" / "toughest part of restoring the sailboat"
     names = subprocess.run(["ls", str(query)], capture_output=True, text=True, check=True).stdout.split()
     hits = [n for n in names if n.endswith(".md")]
-    assert hits[0].startswith("01-turn-maya-patience") and hits[1].startswith("02-turn-atlas-what-was-the-toughest")
-    assert REPLY in subprocess.run(["cat", str(query / hits[0])], capture_output=True, text=True,
+    assert hits[0].startswith("01-turn-atlas-what-was-the-toughest") and hits[1].startswith("02-turn-maya-patience")
+    assert REPLY in subprocess.run(["cat", str(query / hits[1])], capture_output=True, text=True,
                                    check=True).stdout
     result = json.loads((query / "results.json").read_text())
-    assert result["hits"][0]["arms"] == ["reply"]
+    assert result["hits"][1]["arms"] == ["reply"]
     grep = subprocess.run(["grep", "-rl", "kvsecretreply", str(mnt.path / "recall" / "spare vault key kept")],
                           capture_output=True, text=True)
     assert grep.returncode == 1 and grep.stdout == ""
@@ -126,4 +126,4 @@ def test_a_reply_ingested_later_is_found_by_the_next_recall(tmp_path):
         reply = turn("s-late", 1, "atlas", "Kirkwall, at dawn.")
         ingest_records(s, [parse_record(reply, org="acme", workspace="proj", agent="tester")], embedder=None)
         again = recall(s, ME, "which harbour did the ferry leave from", arm="lexical")
-        assert contents(again) == ["Kirkwall, at dawn.", "Which harbour did the ferry leave from?"]
+        assert contents(again) == ["Which harbour did the ferry leave from?", "Kirkwall, at dawn."]
