@@ -221,3 +221,24 @@ def test_apply_option_is_what_cli_flags_use():
     assert o.budget == 500 and o.recent_half_life_days == 14
     with pytest.raises(ValueError, match="unknown option"):
         apply_option(o, "colour", "red", NOW)
+
+
+@pytest.mark.parametrize(("raw", "now", "since"), [
+    ("what changed since:7d now:2023-05-10", "2023-05-10", "2023-05-03"),  # now: first, wherever it stands
+    ("now:2023-05-10 since:2023-01-01 notes", "2023-05-10", "2023-01-01"),
+    ("notes now:2d", None, None),  # a duration ago: checked below against the clock
+])
+def test_now_says_when_the_question_is_asked(raw, now, since):
+    parsed = parse_query(raw, now=datetime(2026, 1, 10))
+    if now is None:
+        assert parsed.options.now == datetime(2026, 1, 8) and parsed.text == "notes"
+        return
+    assert parsed.options.now == datetime.fromisoformat(now)
+    assert parsed.options.since == datetime.fromisoformat(since)
+    assert not parsed.errors
+
+
+def test_a_bad_now_is_dropped_with_a_note_and_the_rest_counts_from_the_clock():
+    parsed = parse_query("status now:green since:1d", now=datetime(2026, 1, 10))
+    assert parsed.options.now is None and parsed.options.since == datetime(2026, 1, 9)
+    assert parsed.text == "status" and parsed.errors[0].startswith("ignored now:green")

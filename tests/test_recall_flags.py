@@ -44,6 +44,8 @@ def flags(*argv: str):
     (("--recent", "7d"), "recent:7d"),
     (("--budget", "800"), "budget:800"),
     (("--kind", "fact", "--since", "2w", "-k", "5", "--budget", "64"), "kind:fact since:2w k:5 budget:64"),
+    (("--now", "2023-05-10"), "now:2023-05-10"),
+    (("--since", "7d", "--now", "2023-05-10"), "since:7d now:2023-05-10"),  # since counts from --now
 ])
 def test_flag_means_the_inline_option(argv, inline):
     parsed = parse_query(inline, now=NOW)
