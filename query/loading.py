@@ -82,6 +82,19 @@ def fill(cand: Candidate, row: Row) -> None:
     cand.content, cand.kind, cand.tags = row["content"], row["kind"], tuple(row["tags"] or ())
 
 
+def pull_in(
+    scope: Scope, table: str, rids: list[int], arm: str, cands: list[Candidate], rows: dict[int, Row],
+) -> None:
+    """Add these rows, already through the gate and not yet candidates, to `cands` (arms {arm}) and their
+    light rows to `rows`: a row recall brings in for another hit's sake (a current fact for its stale
+    evidence, a reply for its question), not because an arm found it."""
+    for rid, row in load_light(scope.store, scope.schema, table, rids).items():
+        rows[rid] = row
+        cand = Candidate(rid=rid, table=table, arms={arm})
+        fill(cand, row)
+        cands.append(cand)
+
+
 def _light_by_table(store: Store, schema: str, by_table: dict[str, list[int]]) -> dict[int, Row]:
     rows: dict[int, Row] = {}
     for table, rids in by_table.items():

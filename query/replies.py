@@ -2,7 +2,7 @@
 
 A reply is the next turn of the question's session (by time, then `seq`, then rid) that the principal
 may read under the request's filters, when another speaker said it. Each turn's successor is derived once
-per store generation for the whole partition (`turn_order`: rids and speakers, no content); per recall,
+per store generation for the whole partition (`turn_order`: rids and speaker codes, no content); per recall,
 the candidate replies pass the gate (`authorize_in_store`) before anything else is asked of them, and
 only a reply that passed is compared by speaker or has its light row loaded. The derivation cost about
 3-14 ms per recall when it was a query per recall (a join under the scope clause); the lookup costs
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -22,11 +21,10 @@ from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import store_state
 from recallfs.query.gate import authorize_in_store
-from recallfs.query.loading import fill
+from recallfs.query.loading import pull_in
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.readable import Row
 from recallfs.query.recall_scope import Scope, Trace
-from recallfs.query.rows import load_light
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.questions import is_question
 from recallfs.ranking.replies import REPLY
@@ -53,11 +51,7 @@ def reply_links(
     def step() -> dict[int, int]:
         found = _next_turns(scope, principal, asked, options)
         have = {c.rid for c in cands}
-        for rid, row in load_light(scope.store, scope.schema, "turns", sorted(set(found.values()) - have)).items():
-            rows[rid] = row
-            cand = Candidate(rid=rid, table="turns", arms={REPLY})
-            fill(cand, row)
-            cands.append(cand)
+        pull_in(scope, "turns", sorted(set(found.values()) - have), REPLY, cands, rows)
         return found
     try:
         return trace.timed("replies", step)
@@ -73,32 +67,31 @@ class TurnOrder:
     derived once per store generation. Indexed by rid: -1 where there is none."""
 
     after: np.ndarray  # rid -> the next turn's rid
-    speaker: np.ndarray  # rid -> index into `names` (-1: none)
-    names: tuple[str, ...]
+    speaker: np.ndarray  # rid -> its speaker's code (equal codes: the same speaker; -1: none)
 
     def next_of(self, rid: int) -> int:
         return int(self.after[rid]) if 0 <= rid < len(self.after) else -1
 
-    def said_by(self, rid: int) -> str | None:
-        code = int(self.speaker[rid]) if 0 <= rid < len(self.speaker) else -1
-        return self.names[code] if code >= 0 else None
+    def speaker_of(self, rid: int) -> int:
+        return int(self.speaker[rid]) if 0 <= rid < len(self.speaker) else -1
 
 
 def turn_order(cur: Cursor, schema: str) -> TurnOrder:
-    rows = cur.execute(
-        f"""SELECT rid, session, speaker FROM {schema}.turns
-            WHERE session IS NOT NULL AND rid IN (SELECT rid FROM {schema}.heads)
-            ORDER BY session, created_at, coalesce(seq, 0), rid""").fetchall()
-    size = max((int(r[0]) for r in rows), default=-1) + 1
+    """One query; DuckDB orders each session and codes the speakers (65k turns: about 170 ms when this
+    was a Python loop over the rows)."""
+    cols = cur.execute(
+        f"""SELECT rid,
+                   coalesce(lead(rid) OVER (PARTITION BY session ORDER BY created_at, coalesce(seq, 0), rid), -1)
+                       AS after,
+                   CASE WHEN speaker IS NULL THEN -1 ELSE dense_rank() OVER (ORDER BY speaker) END AS speaker
+            FROM {schema}.turns WHERE session IS NOT NULL AND rid IN (SELECT rid FROM {schema}.heads)""").fetchnumpy()
+    rids = np.asarray(cols["rid"], dtype=np.int64)
+    size = int(rids.max()) + 1 if len(rids) else 0
     after = np.full(size, -1, dtype=np.int64)
-    speaker = np.full(size, -1, dtype=np.int32)
-    names: dict[str, int] = {}
-    for (rid, session, said), (following, next_session, _) in pairwise([*rows, (-1, None, None)]):
-        if said is not None:
-            speaker[rid] = names.setdefault(str(said), len(names))
-        if next_session == session:
-            after[rid] = following
-    return TurnOrder(after, speaker, tuple(names))
+    speaker = np.full(size, -1, dtype=np.int64)
+    after[rids] = np.asarray(cols["after"], dtype=np.int64)
+    speaker[rids] = np.asarray(cols["speaker"], dtype=np.int64)
+    return TurnOrder(after, speaker)
 
 
 _ORDER: LruCache[tuple[Any, ...], TurnOrder] = LruCache(64)
@@ -126,7 +119,7 @@ def _next_turns(scope: Scope, principal: Principal, asked: list[Candidate], opti
     pairs: dict[int, int] = {}
     for asker, chain in chains.items():
         reply = next((r for r in chain if r in allowed), None)
-        said = order.said_by(reply) if reply is not None else None
-        if reply is not None and said is not None and said != order.said_by(asker):
+        said = order.speaker_of(reply) if reply is not None else -1
+        if reply is not None and said >= 0 and said != order.speaker_of(asker):
             pairs[asker] = reply
     return pairs

@@ -31,11 +31,10 @@ from recallfs.query.currentness import MAX_CHAIN, FactState, chain_head, fact_li
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.gate import authorize_in_store, scope_clause
-from recallfs.query.loading import fill
+from recallfs.query.loading import pull_in
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.readable import Row
 from recallfs.query.recall_scope import Scope, Trace
-from recallfs.query.rows import load_light
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.currentness import EVIDENCE, PULLED, SESSION, CurrentLink
@@ -202,11 +201,7 @@ def current_links(
         have = {c.rid for c in cands}
         pull = sorted({link.current_rid for ls in links.values() for link in ls
                        if link.link == EVIDENCE and link.current_rid is not None} - have)
-        for rid, row in load_light(scope.store, scope.schema, "facts", pull).items():
-            rows[rid] = row
-            cand = Candidate(rid=rid, table="facts", arms={PULLED})
-            fill(cand, row)
-            cands.append(cand)
+        pull_in(scope, "facts", pull, PULLED, cands, rows)
         return links
     try:
         return trace.timed("currentness", step)
