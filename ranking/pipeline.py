@@ -1,8 +1,8 @@
 """The shaping stages in their fixed order (developer-notes/ranking.md), each one switchable for ablation.
 
     fused candidates -> identity dedup -> relevance floor (0.01; semantic-only: cosine 0.3)
-      -> question turns (x0.8 on calibrated scores) -> replies (a question's reply just below it)
-      -> session evidence (on) -> rerank (off) -> near-duplicate collapse (on)
+      -> question turns (x0.8 on calibrated scores) -> session evidence (on)
+      -> replies (a question's reply just below it) -> rerank (off) -> near-duplicate collapse (on)
       -> metadata bonuses (off) -> time window (x2 inside the span the question names)
       -> recency (neutral; auto on temporal intent; reorders the top band only)
       -> currentness (turns and summaries yield to the current fact that replaced them)
