@@ -55,7 +55,8 @@ def ablations() -> dict[str, Variant]:
     rows["no shaping stages (plain fusion)"] = {
         "arm": "fused",
         "stages": default.replace(dedup=False, relevance_floor=0.0, floor_cosine=0.0, question_weight=1.0,
-                                  reply_weight=0.0, window_weight=0.0, session_weight=0.0, collapse=False,
+                                  reply_weight=0.0, window_weight=0.0, context_weight=0.0, session_weight=0.0,
+                                  collapse=False,
                                   recency="off", currentness=False)}
     for weight in (0.2, 0.6):
         rows[f"session evidence at {weight:g}"] = {"arm": "fused", "stages": default.replace(session_weight=weight)}
@@ -76,6 +77,8 @@ def _is_on(config: Any, stage: str) -> bool:
         return bool(config.reply_weight > 0)
     if stage == "window":
         return bool(config.window_weight > 0)
+    if stage == "context":
+        return bool(config.context_weight > 0)
     if stage == "recency":
         return bool(config.recency != "off")
     if stage == "bonuses":

@@ -24,6 +24,7 @@ from recallfs.query.arms import (
     single_arm,
 )
 from recallfs.query.blas import one_blas_thread
+from recallfs.query.context import context_cosines
 from recallfs.query.entity_card import EntityCard, entity_card, fit_card
 from recallfs.query.fallback import fallback, filters_of
 from recallfs.query.fts_freshness import behind_note
@@ -120,10 +121,12 @@ def recall(
     authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace, early)
     config = floor_config(stages or StageConfig(), any_shared_word=words, alone=req.arm != "fused")
     replies = reply_links(scope, principal, authorized, rows, req.options, trace) if config.reply_weight > 0 else {}
+    context = (context_cosines(scope, principal, authorized, req.options, None if trace.degraded else handle, semantic,
+                               trace) if config.context_weight > 0 and req.calibrated else {})
     links = current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic, links=links,
-                         replies=replies, now=req.options.now or now or utc_now())
+                         replies=replies, context=context, now=req.options.now or now or utc_now())
     shaped = _shape(authorized, config, inputs, trace)
     ranked, total = shaped.cands, len(shaped.cands)
     if not ranked and filters_of(req.options):

@@ -75,6 +75,8 @@ _STAGE_HELP = {
                     "speaker) scores at least this x the question (0: off)",
     "window_weight": "memories written in the span the question names (\"in May 2023\", \"last week\") "
                      "score x (1 + this) (0: off)",
+    "context_weight": "a turn read with its session's nearest readable turns: it gains this x (the query's "
+                      "cosine with their mean vector - 0.2) (0: off)",
     "session_weight": "session evidence: a hit gains this x its session's support (0: off)",
     "session_breadth": "a session's support: its best hit's score, with each of its next 4 hits closing this "
                        "x its score squared of what is left to 1 (noisy-OR; 0: the best hit alone)",
@@ -163,6 +165,7 @@ class Settings:
     question_weight: float = _stage("question_weight")
     reply_weight: float = _stage("reply_weight")
     window_weight: float = _stage("window_weight")
+    context_weight: float = _stage("context_weight")
     session_weight: float = _stage("session_weight")
     session_breadth: float = _stage("session_breadth")
     rerank: bool = _stage("rerank")

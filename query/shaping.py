@@ -120,6 +120,7 @@ class StageInputs:
     # rid -> the current facts a turn or summary yields to (query/staleness.py links_for)
     links: Mapping[int, Sequence[CurrentLink]] = field(default_factory=dict)
     replies: Mapping[int, int] = field(default_factory=dict)  # question rid -> its reply (query/replies.py)
+    context: Mapping[int, float] = field(default_factory=dict)  # turn rid -> its context cosine (query/context.py)
     now: datetime | None = None  # when the question is asked: relative dates in it count from here
 
 
@@ -143,7 +144,8 @@ def _apply_stages(cands: list[Candidate], config: StageConfig, inputs: StageInpu
     qvec, qvec_note = query_vector(inputs.query) if config.rerank and cands else (None, None)
     shaped = shape(cands, config, query=inputs.text, terms=inputs.terms, query_vector=qvec, vectors=vectors,
                    recent_half_life_days=inputs.options.recent_half_life_days, budget_tokens=budget,
-                   calibrated=inputs.calibrated, links=inputs.links, replies=inputs.replies, now=inputs.now)
+                   calibrated=inputs.calibrated, links=inputs.links, replies=inputs.replies, context=inputs.context,
+                   now=inputs.now)
     _note_fallbacks(shaped, config, budget, vector_note, qvec_note)
     return shaped
 

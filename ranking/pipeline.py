@@ -2,7 +2,8 @@
 
     fused candidates -> identity dedup -> relevance floor (0.01; semantic-only: cosine 0.3)
       -> question turns (x0.8 on calibrated scores) -> session evidence (on)
-      -> replies (a question's reply just below it) -> rerank (off) -> near-duplicate collapse (on)
+      -> replies (a question's reply just below it) -> context (a turn read with its neighbours)
+      -> rerank (off) -> near-duplicate collapse (on)
       -> metadata bonuses (off) -> time window (x2 inside the span the question names)
       -> recency (neutral; auto on temporal intent; reorders the top band only)
       -> currentness (turns and summaries yield to the current fact that replaced them)
@@ -16,13 +17,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from recallfs.ranking.bonuses import metadata_bonus
 from recallfs.ranking.budget import budget_select
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.collapse import collapse_near_duplicates
+from recallfs.ranking.context import OFFSET, favour_context
 from recallfs.ranking.currentness import PULLED, CurrentLink, yield_to_current
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
@@ -34,52 +35,20 @@ from recallfs.ranking.rerank import rerank
 from recallfs.ranking.session_evidence import session_evidence
 from recallfs.ranking.similarity import Vector
 from recallfs.ranking.stage_config import RECENCY_MODES, STAGES, StageConfig
+from recallfs.ranking.stage_run import Shaped, StageRun
 from recallfs.ranking.temporal import question_of, recency_half_life
 from recallfs.ranking.time_window import favour_window, time_window
 
 __all__ = ["RECENCY_MODES", "STAGES", "Shaped", "StageConfig", "recency_half_life", "shape"]
 
 
-@dataclass(slots=True)
-class Shaped:
-    cands: list[Candidate]
-    notes: list[str] = field(default_factory=list)
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    # stage -> what it did, for results.json ("on", "off", "skipped: ...", "auto: 'latest'", ...)
-    stages: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Run:
-    """One run of the stages: what they read, and the Shaped they write to."""
-
-    out: Shaped
-    config: StageConfig
-    query: str
-    terms: Sequence[str]
-    query_vector: Vector | None
-    vectors: Mapping[int, Vector] | None
-    recent_half_life_days: float | None
-    budget_tokens: int | None
-    calibrated: bool
-    clock: Callable[[], float]
-    links: Mapping[int, Sequence[CurrentLink]] = field(default_factory=dict)
-    replies: Mapping[int, int] = field(default_factory=dict)  # question rid -> its reply's rid
-    now: datetime | None = None  # when the question is asked (relative dates: ranking/time_window.py)
-
-    def timed(self, name: str, fn: Callable[[], list[Candidate]]) -> None:
-        t0 = self.clock()
-        self.out.cands = fn()
-        self.out.timings_ms[name] = (self.clock() - t0) * 1000
-
-
-def _dedup(run: _Run) -> None:
+def _dedup(run: StageRun) -> None:
     if run.config.dedup:
         run.timed("dedup", lambda: dedup_identity(run.out.cands))
     run.out.stages["dedup"] = "on" if run.config.dedup else "off"
 
 
-def _floor(run: _Run) -> None:
+def _floor(run: StageRun) -> None:
     floor, cosine = run.config.relevance_floor, run.config.floor_cosine
     if floor <= 0 and cosine <= 0:
         run.out.stages["floor"] = "off"
@@ -90,13 +59,13 @@ def _floor(run: _Run) -> None:
                                f"dropped {before - len(run.out.cands)} of {before}")
 
 
-def _questions(run: _Run) -> None:
+def _questions(run: StageRun) -> None:
     weight, run.out.stages["questions"] = question_weight(run.config.question_weight, calibrated=run.calibrated)
     if weight < 1:
         run.timed("questions", lambda: demote_questions(run.out.cands, weight))
 
 
-def _replies(run: _Run) -> None:
+def _replies(run: StageRun) -> None:
     weight = run.config.reply_weight
     if weight <= 0:
         run.out.stages["replies"] = "off"
@@ -108,14 +77,28 @@ def _replies(run: _Run) -> None:
     run.out.stages["replies"] = f"on (weight {weight:g}; {len(run.replies)} question turns with a reply)"
 
 
-def _session(run: _Run) -> None:
+def _context(run: StageRun) -> None:
+    weight = run.config.context_weight
+    if weight <= 0:
+        run.out.stages["context"] = "off"
+    elif not run.calibrated:  # an additive gain needs scores on the calibrated 0..1 scale
+        run.out.stages["context"] = "skipped: the scores are not calibrated (a single arm or rank fusion)"
+    elif not run.context:
+        run.out.stages["context"] = f"on (weight {weight:g}; no turn with a context: no query embedding or vectors)"
+    else:
+        run.timed("context", lambda: favour_context(run.out.cands, run.context, weight))
+        run.out.stages["context"] = (f"on (weight {weight:g} x the cosine above {OFFSET:g}; "
+                                     f"{len(run.context)} turns read with their neighbours)")
+
+
+def _session(run: StageRun) -> None:
     weight, breadth = run.config.session_weight, run.config.session_breadth
     if weight > 0:
         run.timed("session", lambda: session_evidence(run.out.cands, weight, breadth))
     run.out.stages["session"] = f"on (weight {weight:g}, breadth {breadth:g})" if weight > 0 else "off"
 
 
-def _rerank(run: _Run) -> None:
+def _rerank(run: StageRun) -> None:
     if not run.config.rerank:
         run.out.stages["rerank"] = "off"
         return
@@ -130,7 +113,7 @@ def _rerank(run: _Run) -> None:
     run.timed("rerank", step)
 
 
-def _collapse(run: _Run) -> None:
+def _collapse(run: StageRun) -> None:
     if not run.config.collapse:
         run.out.stages["collapse"] = "off"
         return
@@ -144,7 +127,7 @@ def _collapse(run: _Run) -> None:
     run.timed("collapse", step)
 
 
-def _bonuses(run: _Run) -> None:
+def _bonuses(run: StageRun) -> None:
     tag, kind = run.config.tag_bonus, run.config.kind_bonus
     if tag > 0 or kind > 0:
         words_in = list(run.terms) if run.terms else run.query
@@ -154,7 +137,7 @@ def _bonuses(run: _Run) -> None:
         run.out.stages["bonuses"] = "off"
 
 
-def _window(run: _Run) -> None:
+def _window(run: StageRun) -> None:
     weight = run.config.window_weight
     window = time_window(question_of(run.query), run.now) if weight > 0 else None
     if window is None:
@@ -165,7 +148,7 @@ def _window(run: _Run) -> None:
                                 f"({window.phrase!r})")
 
 
-def _recency(run: _Run) -> None:
+def _recency(run: StageRun) -> None:
     half_life, run.out.stages["recency"] = recency_half_life(run.config, run.query, run.recent_half_life_days)
     if half_life > 0:
         band = run.config.recency_band
@@ -174,7 +157,7 @@ def _recency(run: _Run) -> None:
             run.out.stages["recency"] += f"; reorders hits within {band:g} x the best score"
 
 
-def _currentness(run: _Run) -> None:
+def _currentness(run: StageRun) -> None:
     if not run.config.currentness:
         run.out.stages["currentness"] = "off"
         # Facts recall pulled in for their stale evidence matched nothing themselves.
@@ -190,7 +173,7 @@ def _currentness(run: _Run) -> None:
     run.out.stages["currentness"] = f"on ({touched} turns or summaries linked to a current fact)"
 
 
-def _budget(run: _Run) -> None:
+def _budget(run: StageRun) -> None:
     budget = run.budget_tokens
     if budget is None:
         run.out.stages["mmr"] = "off (no budget:N)"
@@ -205,7 +188,7 @@ def _budget(run: _Run) -> None:
     run.timed("budget", step)
 
 
-def _min_score(run: _Run) -> None:
+def _min_score(run: StageRun) -> None:
     floor = run.config.min_score
     if floor > 0:
         before = len(run.out.cands)
@@ -216,9 +199,9 @@ def _min_score(run: _Run) -> None:
 
 
 # The stages in their fixed order (the module docstring); each records in `stages` what it did.
-PIPELINE: tuple[Callable[[_Run], None], ...] = (
-    _dedup, _floor, _questions, _session, _replies, _rerank, _collapse, _bonuses, _window, _recency, _currentness,
-    _budget, _min_score,
+PIPELINE: tuple[Callable[[StageRun], None], ...] = (
+    _dedup, _floor, _questions, _session, _replies, _context, _rerank, _collapse, _bonuses, _window, _recency,
+    _currentness, _budget, _min_score,
 )
 
 
@@ -236,16 +219,19 @@ def shape(
     clock: Callable[[], float] = time.perf_counter,
     links: Mapping[int, Sequence[CurrentLink]] | None = None,
     replies: Mapping[int, int] | None = None,
+    context: Mapping[int, float] | None = None,
     now: datetime | None = None,
 ) -> Shaped:
     """Run the stages in order over authorized, loaded candidates. `query` is the search text (inline
     options removed); `terms` its searchable words; `vectors` maps rid -> stored embedding.
     `calibrated`: the scores come from calibrated fusion (False: reciprocal ranks, a single arm or rrf).
     `links`: rid -> the current fact a turn or summary yields to (ranking/currentness.py).
-    `replies`: question rid -> its reply's rid (ranking/replies.py). `now`: when the question is asked."""
+    `replies`: question rid -> its reply's rid (ranking/replies.py). `context`: turn rid -> its context
+    cosine (ranking/context.py). `now`: when the question is asked."""
     # No copy here: each stage copies only the candidates it changes (Candidate.copy).
-    run = _Run(Shaped(cands=ordered(list(cands))), config, query, terms, query_vector, vectors,
-               recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}), dict(replies or {}), now)
+    run = StageRun(Shaped(cands=ordered(list(cands))), config, query, terms, query_vector, vectors,
+               recent_half_life_days, budget_tokens, calibrated, clock, dict(links or {}), dict(replies or {}),
+               dict(context or {}), now)
     for stage in PIPELINE:
         stage(run)
     run.timed("tie_break", lambda: ordered(run.out.cands))

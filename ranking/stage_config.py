@@ -17,6 +17,7 @@ DEFAULT_SESSION_BREADTH = 1.0  # how much a session's further hits add to its su
 DEFAULT_QUESTION_WEIGHT = 0.8  # ranking/questions.py
 DEFAULT_REPLY_WEIGHT = 0.9  # ranking/replies.py: a question's reply scores at least this x the question
 DEFAULT_WINDOW_WEIGHT = 1.0  # ranking/time_window.py: memories in the window the question names x (1 + this)
+DEFAULT_CONTEXT_WEIGHT = 0.2  # ranking/context.py: a turn gains this x (its context cosine - 0.2)
 
 DEFAULT_LAMBDA = 0.7  # MMR: relevance against diversity under a token budget
 DEFAULT_THRESHOLD = 0.9  # cosine at or above which two hits may be near-duplicates
@@ -26,8 +27,8 @@ DEFAULT_FLOOR_COSINE = 0.3  # ranking/floor.py: the cosine a hit only the semant
 
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "floor", "questions", "session", "replies", "rerank", "collapse", "bonuses", "window", "recency",
-          "currentness", "mmr", "min_score")
+STAGES = ("dedup", "floor", "questions", "session", "replies", "context", "rerank", "collapse", "bonuses", "window",
+          "recency", "currentness", "mmr", "min_score")
 
 
 # The knobs that must lie in a range (StageConfig.__post_init__): name -> (lowest, highest).
@@ -35,7 +36,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "rerank_mix": (0.0, 1.0), "mmr_lambda": (0.0, 1.0), "collapse_threshold": (-1.0, 1.0),
     "recency_band": (0.0, 1.0), "relevance_floor": (0.0, 1.0), "floor_cosine": (-1.0, 1.0),
     "question_weight": (0.0, 1.0), "reply_weight": (0.0, 1.0), "window_weight": (0.0, 10.0),
-    "session_weight": (0.0, 10.0), "session_breadth": (0.0, 1.0),
+    "context_weight": (0.0, 10.0), "session_weight": (0.0, 10.0), "session_breadth": (0.0, 1.0),
 }
 
 
@@ -49,6 +50,7 @@ class StageConfig:
     question_weight: float = DEFAULT_QUESTION_WEIGHT  # score x this for a turn that asks; 1 is off
     reply_weight: float = DEFAULT_REPLY_WEIGHT  # a question's reply scores at least this x it; 0 is off
     window_weight: float = DEFAULT_WINDOW_WEIGHT  # x (1 + this) inside the time window asked about; 0 is off
+    context_weight: float = DEFAULT_CONTEXT_WEIGHT  # a turn read with its neighbours; 0 is off
     session_weight: float = DEFAULT_SESSION_WEIGHT  # session evidence; 0 is off
     session_breadth: float = DEFAULT_SESSION_BREADTH  # a session's further hits in its support (0..1)
     rerank: bool = False
@@ -100,6 +102,8 @@ class StageConfig:
             return self.replace(session_weight=0.0 if self.session_weight > 0 else DEFAULT_SESSION_WEIGHT)
         if stage == "replies":
             return self.replace(reply_weight=0.0 if self.reply_weight > 0 else DEFAULT_REPLY_WEIGHT)
+        if stage == "context":
+            return self.replace(context_weight=0.0 if self.context_weight > 0 else DEFAULT_CONTEXT_WEIGHT)
         if stage == "window":
             return self.replace(window_weight=0.0 if self.window_weight > 0 else DEFAULT_WINDOW_WEIGHT)
         if stage in ("dedup", "rerank", "collapse", "currentness", "mmr"):

@@ -92,10 +92,12 @@ def test_every_switch_combination_runs_and_keeps_the_order_total():
 def test_all_off_is_fusion_order_with_the_tie_break():
     pool = [cand(1, 0.5, day=0), cand(2, 0.5, day=1), cand(3, 0.9, day=0)]
     cfg = StageConfig(dedup=False, relevance_floor=0.0, floor_cosine=0.0, question_weight=1.0, session_weight=0.0,
-                      collapse=False, recency="off", currentness=False, reply_weight=0.0, window_weight=0.0)
-    out = shape(pool, cfg, query="latest news in May 2026", replies={1: 2}, now=DAY0)
+                      collapse=False, recency="off", currentness=False, reply_weight=0.0, window_weight=0.0,
+                      context_weight=0.0)
+    out = shape(pool, cfg, query="latest news in May 2026", replies={1: 2}, context={1: 0.9}, now=DAY0)
     assert rids(out.cands) == [3, 2, 1]
-    assert out.stages == {"dedup": "off", "floor": "off", "questions": "off", "replies": "off", "session": "off",
+    assert out.stages == {"dedup": "off", "floor": "off", "questions": "off", "replies": "off", "context": "off",
+                          "session": "off",
                           "rerank": "off", "collapse": "off", "bonuses": "off", "window": "off", "recency": "off",
                           "currentness": "off",
                           "mmr": "off (no budget:N)",
