@@ -49,7 +49,7 @@ def _cosines(scope: Scope, principal: Principal, turns: list[int], options: Reca
     qvec = query.vector()
     if qvec is None:
         return {}
-    near = [nearest_readable(scope, principal, options, turns, forward=side) for side in (False, True)]
+    near = nearest_readable(scope, principal, options, turns, sides=(False, True))
     around = {rid: [rid, *(side[rid] for side in near if rid in side)] for rid in turns}
     vectors = source.stored_vectors(scope.store, scope.schema,
                                     {"turns": sorted({r for group in around.values() for r in group})})

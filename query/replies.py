@@ -58,6 +58,6 @@ def _next_turns(scope: Scope, principal: Principal, asked: list[Candidate], opti
     """question rid -> the next turn of its session this principal may read (with the request's
     filters), when another speaker said it. Speakers are compared only once the gate passed the turn."""
     order = turn_order(scope)
-    nearest = nearest_readable(scope, principal, options, [c.rid for c in asked], forward=True)
+    nearest = nearest_readable(scope, principal, options, [c.rid for c in asked])[0]
     return {asker: reply for asker, reply in nearest.items()
             if order.speaker_of(reply) >= 0 and order.speaker_of(reply) != order.speaker_of(asker)}

@@ -45,22 +45,38 @@ class TurnOrder:
 
 
 def nearest_readable(scope: Scope, principal: Principal, options: RecallOptions, rids: Iterable[int], *,
-                     forward: bool) -> dict[int, int]:
-    """rid -> the nearest turn after (or before) it in its session that `principal` may read with the
-    request's filters, within MAX_SKIP turns. Each round gates one step of every walk at once, so a
-    session the caller reads whole costs one gate call."""
+                     sides: tuple[bool, ...] = (True,)) -> list[dict[int, int]]:
+    """For each side (True: after, False: before), rid -> the nearest turn on that side in its session
+    that `principal` may read with the request's filters, within MAX_SKIP turns. Each round gates one
+    step of every walk at once, so a session the caller reads whole costs one gate call."""
     order = turn_order(scope)
-    step = order.next_of if forward else order.previous_of
-    found: dict[int, int] = {}
-    probe = {rid: step(rid) for rid in rids}
+    wanted = np.fromiter(rids, dtype=np.int64)
+    owner = np.tile(wanted, len(sides))
+    side = np.repeat(np.arange(len(sides)), len(wanted))
+    forward = np.array(sides, dtype=bool)[side]
+    at = _step(order, owner, forward)
+    found: list[dict[int, int]] = [{} for _ in sides]
     for _ in range(MAX_SKIP):
-        probe = {rid: at for rid, at in probe.items() if at >= 0}
-        if not probe:
+        live = at >= 0
+        owner, side, forward, at = owner[live], side[live], forward[live], at[live]
+        if not len(at):
             break
-        allowed = authorize_in_store(scope.store, principal, scope.schema, "turns", probe.values(), options)
-        found.update((rid, at) for rid, at in probe.items() if at in allowed)
-        probe = {rid: step(at) for rid, at in probe.items() if at not in allowed}
+        allowed = authorize_in_store(scope.store, principal, scope.schema, "turns", at.tolist(), options)
+        ok = np.isin(at, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        for who, which, where in zip(owner[ok].tolist(), side[ok].tolist(), at[ok].tolist(), strict=True):
+            found[which][who] = where
+        keep = ~ok
+        owner, side, forward = owner[keep], side[keep], forward[keep]
+        at = _step(order, at[keep], forward)
     return found
+
+
+def _step(order: TurnOrder, at: np.ndarray, forward: np.ndarray) -> np.ndarray:
+    """Each walk's next turn (after where `forward`, else before); -1 past a session's end."""
+    size = len(order.after)
+    inside = (at >= 0) & (at < size)
+    safe = np.where(inside, at, 0)
+    return np.where(inside, np.where(forward, order.after[safe], order.before[safe]), -1)
 
 
 def turn_order(scope: Scope) -> TurnOrder:
