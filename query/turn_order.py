@@ -62,7 +62,7 @@ def nearest_readable(scope: Scope, principal: Principal, options: RecallOptions,
         if not len(at):
             break
         allowed = authorize_in_store(scope.store, principal, scope.schema, "turns", at.tolist(), options)
-        ok = np.isin(at, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        ok = np.fromiter((r in allowed for r in at.tolist()), dtype=bool, count=len(at))
         for who, which, where in zip(owner[ok].tolist(), side[ok].tolist(), at[ok].tolist(), strict=True):
             found[which][who] = where
         keep = ~ok

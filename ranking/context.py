@@ -49,11 +49,11 @@ def group_cosines(
         return {}
     at = {r: i for i, r in enumerate(rids)}
     held = np.asarray([vectors[r] for r in rids], dtype=np.float32).reshape(len(rids), -1)
-    matrix = np.vstack([held, np.zeros((1, held.shape[1]), dtype=np.float32)])
-    index = np.full((len(owners), max(len(groups[rid]) for rid in owners)), len(rids), dtype=np.int64)
-    for row, rid in enumerate(owners):
-        members = [at[r] for r in groups[rid] if r in at]
-        index[row, :len(members)] = members
+    matrix = np.vstack([held, np.zeros((1, held.shape[1]), dtype=np.float32)])  # the last row: a gap
+    width = max(len(groups[rid]) for rid in owners)
+    gap = [-1] * width  # -1 is no rid: it lands on the zero row like a neighbour without a vector
+    index = np.array([at.get(r, len(rids)) for rid in owners for r in [*groups[rid], *gap][:width]],
+                     dtype=np.int64).reshape(len(owners), width)
     sums = matrix[index].sum(axis=1)
     q = np.asarray(query, dtype=np.float32).ravel()
     norms = np.linalg.norm(sums, axis=1) * float(np.linalg.norm(q))
