@@ -10,9 +10,11 @@ Measures, in one run:
   rounds (`--ingest-rounds`);
 - recall latency at each size: `recall()` in process, p50/p95 over distinct queries (no query-vector
   cache hits), after a warm-up, for `--arm lexical` and `--arm fused` (hybrid, calibrated fusion: the
-  default), with their ratio, and hybrid with rank fusion (`fusion=rrf`) to price the calibration. The
-  modes take turns, 10 queries each (lexical-only, then hybrid on the same queries, then rank fusion on
-  queries of its own), and the process's collector is set as the daemon sets it (`--default-gc`: not).
+  default), with their ratio; hybrid with rank fusion (`fusion=rrf`) to price the calibration, and
+  hybrid with `RECALLFS_VECTOR_SEARCH=exact` (every readable vector scanned) to price the inverted lists
+  (query/ivf_lists.py). The modes take turns, 10 queries each (lexical-only, then hybrid on the same
+  queries, then the other two on queries of their own), and the process's collector is set as the
+  daemon sets it (`--default-gc`: not).
 
 The synthetic stores (one workspace; 65% turns, 30% facts, 5% summaries) are built once and cached
 under --cache (default /tmp/recallfs-bench-recall). To keep building 100k memories to minutes on a small
@@ -218,6 +220,7 @@ def measure_recall(
     path: Path, embedder: Embedder, n_queries: int, budget_ms: float, *, tuned_gc: bool = True,
 ) -> dict[str, Any]:
     arm = SemanticSearch(embedder, budget_ms=budget_ms)
+    exact = SemanticSearch(embedder, budget_ms=budget_ms, exact=True)  # the baseline of the inverted lists
     out: dict[str, Any] = {}
     with Store(path, read_only=True, threads=resolve().serve_threads) as store:  # as a mount opens it
         for q in queries(5, seed=1):  # warm: FAISS indexes loaded, caches filled, kernels warm
@@ -230,8 +233,10 @@ def measure_recall(
         # Rank fusion gets queries of its own: on the hybrid run's queries it would find every query
         # vector cached and look some 15 ms faster than it is.
         own = [q for q in queries(4 * n_queries, seed=3) if q not in seen][:n_queries]
-        modes = {"lexical": ("lexical", "calibrated", plain), "hybrid": ("fused", "calibrated", plain),
-                 "hybrid_rrf": ("fused", "rrf", own)}
+        seen.update(own)
+        own_exact = [q for q in queries(6 * n_queries, seed=4) if q not in seen][:n_queries]
+        modes = {"lexical": ("lexical", "calibrated", plain, arm), "hybrid": ("fused", "calibrated", plain, arm),
+                 "hybrid_rrf": ("fused", "rrf", own, arm), "hybrid_exact": ("fused", "calibrated", own_exact, exact)}
         times: dict[str, list[float]] = {mode: [] for mode in modes}
         stages: dict[str, dict[str, list[float]]] = {mode: {} for mode in modes}
         degraded = dict.fromkeys(modes, 0)
@@ -240,10 +245,10 @@ def measure_recall(
         # takes), while each mode still runs mostly after itself, as a stream of recalls does (a
         # hybrid recall's scans leave the CPU caches cold for whatever follows).
         for block in range(0, n_queries, BLOCK):
-            for mode, (arm_name, fusion, qs) in modes.items():
+            for mode, (arm_name, fusion, qs, semantic) in modes.items():
                 for q in qs[block: block + BLOCK]:
                     t0 = time.perf_counter()
-                    result = recall(store, PRINCIPAL, q, arm=arm_name, semantic=arm, fusion=fusion)
+                    result = recall(store, PRINCIPAL, q, arm=arm_name, semantic=semantic, fusion=fusion)
                     times[mode].append((time.perf_counter() - t0) * 1000)
                     degraded[mode] += int(arm_name == "fused" and result.degraded)
                     for name, ms in result.timings_ms.items():
@@ -351,16 +356,17 @@ def _print_report(args: argparse.Namespace, ingest: dict[str, list[float]],
               f"{lx['stages'].get('lexical', 0):.1f} | - | | |")
         print(f"| {size:,} | hybrid | {hy['p50']:.1f} | {hy['p95']:.1f} | {hy['stages'].get('lexical', 0):.1f} | "
               f"{hy['stages'].get('semantic', 0):.1f} | {hy['p50'] / lx['p50']:.2f}x | {hy['p95'] / lx['p95']:.2f}x |")
-        rf = r["hybrid_rrf"]
-        print(f"| {size:,} | hybrid, rank fusion | {rf['p50']:.1f} | {rf['p95']:.1f} | "
-              f"{rf['stages'].get('lexical', 0):.1f} | {rf['stages'].get('semantic', 0):.1f} | "
-              f"{rf['p50'] / lx['p50']:.2f}x | {rf['p95'] / lx['p95']:.2f}x |")
+        for mode, label in (("hybrid_rrf", "hybrid, rank fusion"), ("hybrid_exact", "hybrid, exact vector search")):
+            rf = r[mode]
+            print(f"| {size:,} | {label} | {rf['p50']:.1f} | {rf['p95']:.1f} | "
+                  f"{rf['stages'].get('lexical', 0):.1f} | {rf['stages'].get('semantic', 0):.1f} | "
+                  f"{rf['p50'] / lx['p50']:.2f}x | {rf['p95'] / lx['p95']:.2f}x |")
         if hy["degraded"]:
             print(f"|  | (hybrid answers degraded: {hy['degraded']} of {args.queries}) | | | | | | |")
     print()
     print("median ms per recall stage (timings_ms):")
     for size, r in rows:
-        for mode in ("lexical", "hybrid", "hybrid_rrf"):
+        for mode in ("lexical", "hybrid", "hybrid_rrf", "hybrid_exact"):
             st = r[mode]["stages"]
             print(f"  {size:>7,} {mode:<10} " + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if k != "total"))
     print()

@@ -25,6 +25,7 @@ DAEMON_ONLY = {
     "device": "the daemon's model is already loaded on its device",
     "embed_timeout_ms": "the daemon's semantic arm keeps its own time budget",
     "query_precision": "the daemon's query graph is built once, at mount",
+    "vector_search": "the daemon's semantic arm searches as it was mounted",
     "serve_threads": "a setting of the daemon's store connection",
     "warm_timeout_ms": "the daemon's model is loaded once, at mount",
     "model_load_timeout_s": "the daemon's model is loaded once, at mount",

@@ -100,6 +100,43 @@ def load(index_path: Path, stamp_path: Path, expected: dict[str, Any], read_inde
     return Loaded(index, chunk_map=chunk_map)
 
 
+def save_sidecar(path: Path, stamp_path: Path, write: Callable[[str], None], stamp: dict[str, Any]) -> None:
+    """A file derived from an index (its inverted lists), written then stamped with its size and sha256."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sums: dict[str, Any] = {}
+
+    def write_checked(tmp: str) -> None:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            sums["bytes"], sums["sha256"] = _digest(fh)
+
+    atomic_write(path, write_checked)
+    body = json.dumps({**stamp, **sums})
+
+    def write_stamp(tmp: str) -> None:
+        Path(tmp).write_text(body, encoding="utf-8")
+
+    atomic_write(stamp_path, write_stamp)
+
+
+def load_sidecar(path: Path, stamp_path: Path, expected: dict[str, Any],
+                 read: Callable[[str], Any]) -> tuple[Any, dict[str, Any], str | None]:
+    """(what `read` makes of the file, its stamp, None) when the stamp agrees with `expected` and the
+    bytes are the ones written; (None, {}, why) for a damaged one; (None, {}, None) for none or a stale one."""
+    try:
+        saved = json.loads(stamp_path.read_text(encoding="utf-8"))
+        if not isinstance(saved, dict):
+            raise ValueError("not an object")
+    except FileNotFoundError:
+        return None, {}, None
+    except (OSError, ValueError) as exc:
+        return None, {}, f"its stamp is unreadable ({exc})"
+    if {key: saved.get(key) for key in expected} != expected or "sha256" not in saved:
+        return None, {}, None
+    value, damage = _read_verified(path, "lists", saved, "", read)
+    return (value, saved, None) if damage is None else (None, {}, damage)
+
+
 def _read_verified(path: Path, what: str, saved: dict[str, Any], prefix: str,
                    read: Callable[[str], Any]) -> tuple[Any, str | None]:
     """(what `read` makes of the file, None) if its size and sha256 are the stamp's; else (None, why)."""

@@ -128,6 +128,8 @@ def recall(
                          query=None if trace.degraded else handle, vectors_from=semantic, links=links,
                          replies=replies, context=context, now=req.options.now or now or utc_now())
     shaped = _shape(authorized, config, inputs, trace)
+    if handle is not None and handle.paths:
+        shaped.stages["vector_search"] = "; ".join(f"{t}: {p}" for t, p in sorted(handle.paths.items()))
     ranked, total = shaped.cands, len(shaped.cands)
     if not ranked and filters_of(req.options):
         ranked, rows, total = fallback(scope, principal, req.text, req.offset + req.k, req.options, trace,

@@ -20,6 +20,8 @@ T = TypeVar("T")
 class SemanticQuery(Protocol):
     """One recall's use of the semantic arm: its searches, and the query vector they computed."""
 
+    paths: dict[str, str]  # table -> how its nearest rows were found (exact, or the inverted lists)
+
     def search(
         self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
         *, alone: bool = False,

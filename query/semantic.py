@@ -14,10 +14,12 @@ import numpy as np
 
 from recallfs.query.embedder import Embedder, embedder_from_settings
 from recallfs.query.semantic_query import FUSED_MIN_Z, MIN_COSINE, QuerySearch, SemanticHit
-from recallfs.query.settings import DEFAULTS, Settings
+from recallfs.query.settings import DEFAULTS, Settings, SettingsError
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import StoredModel, VectorError
 from recallfs.query.vectors import VectorIndexes, shared_indexes
+
+VECTOR_SEARCHES = ("ann", "exact")
 
 __all__ = ["FUSED_MIN_Z", "MIN_COSINE", "QuerySearch", "SemanticHit", "SemanticSearch"]
 
@@ -34,6 +36,7 @@ class SemanticSearch:
         indexes: VectorIndexes | None = None,
         min_cosine: float = MIN_COSINE,
         fused_min_z: float = FUSED_MIN_Z,
+        exact: bool = False,
     ) -> None:
         self.embedder = embedder
         self.enabled = enabled and embedder is not None
@@ -41,17 +44,20 @@ class SemanticSearch:
         self.indexes = indexes or shared_indexes()
         self.min_score = (1.0 + min_cosine) / 2.0
         self.fused_min_z = fused_min_z
+        self.exact = exact  # search every readable window, never the inverted lists (query/ivf_lists.py)
 
     @classmethod
     def from_settings(cls, cfg: Settings, *, warm: bool = True) -> SemanticSearch:
         """The arm as the settings describe it (`semantic`, `model`, `device`, `embed_timeout_ms`);
         starts the background warm-up unless the arm is off."""
+        if cfg.vector_search not in VECTOR_SEARCHES:
+            raise SettingsError(f"RECALLFS_VECTOR_SEARCH must be ann or exact, not {cfg.vector_search!r}")
         if not cfg.semantic:
             return cls(None, enabled=False)
         embedder = embedder_from_settings(cfg)
         if warm:
             embedder.start_warmup()
-        return cls(embedder, budget_ms=float(cfg.embed_timeout_ms))
+        return cls(embedder, budget_ms=float(cfg.embed_timeout_ms), exact=cfg.vector_search == "exact")
 
     # -- the protocol (query/recall_scope.SemanticArm) ---------------------------------------------------------
     def availability(self) -> tuple[bool, str | None]:

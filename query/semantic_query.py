@@ -59,7 +59,7 @@ class QuerySearch:
     the query's embedding computes it under the arm's budget, and the handle keeps it for the other
     tables and for the ranking stages."""
 
-    __slots__ = ("_failure", "_nearest", "_pending", "_prefetch", "_vector", "arm", "cosines", "text")
+    __slots__ = ("_failure", "_nearest", "_pending", "_prefetch", "_vector", "arm", "cosines", "paths", "text")
 
     def __init__(self, arm: SemanticSearch, text: str) -> None:
         self.arm = arm
@@ -72,6 +72,7 @@ class QuerySearch:
         self._nearest: dict[NearestKey, list[tuple[int, float]]] = {}
         self._prefetch: Future[None] | None = None  # the searches prefetch() began, until a search joins them
         self._failure: BaseException | None = None  # why the query embedding failed (vector() raises it again)
+        self.paths: dict[str, str] = {}  # table -> how its nearest rows were found (VectorIndexes.search)
 
     def start(self) -> None:
         """Begin the query embedding now, on the embedder's query worker, so that it runs while recall
@@ -210,8 +211,10 @@ class QuerySearch:
         key: NearestKey = (id(store), schema, table, where, repr(params), limit)
         found = self._nearest.get(key)
         if found is None:
-            found = self._nearest[key] = self.arm.indexes.search(
-                store, schema, table, qvec, where=where, params=params, limit=limit, stored=stored)
+            found, self.paths[table] = self.arm.indexes.search(
+                store, schema, table, qvec, where=where, params=params, limit=limit, stored=stored,
+                exact=self.arm.exact)
+            self._nearest[key] = found
         return found
 
     def _cosines(self, store: Store, schema: str, table: str, rids: list[int], qvec: np.ndarray) -> dict[int, float]:

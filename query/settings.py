@@ -136,6 +136,10 @@ class Settings:
                               "float32's ONNX path), or auto (bfloat16 where this CPU runs it at least 1.3x "
                               "faster than float32)")
     embed_timeout_ms: int = _s(2000, "time budget for embedding one query before recall answers lexically")
+    vector_search: str = _s("ann", "how the semantic arm searches a table of 20,000 vectors or more: ann "
+                            "(inverted lists probed until they hold 4,000 of the caller's rows, 40 per hit; "
+                            "a scope of 3,000 rows or fewer is searched exactly) or exact (every readable "
+                            "vector)")
     warm_timeout_ms: int = _s(0, "how long a CLI recall waits for the model to load (0: until loaded, at most "
                               "model_load_timeout_s)")
     model_load_timeout_s: float = _s(120.0, "the longest any command waits for the embedding model to load; "

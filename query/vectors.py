@@ -26,6 +26,7 @@ from recallfs.query import faiss_files
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.ivf_files import attach_lists
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.repairs import REPAIRS, Repair
 from recallfs.query.store import Store
@@ -125,6 +126,7 @@ class VectorIndexes:
                 entry.add(rids, matrix, stamp)
             entry.checked = store_state(store)
             self._save(store, schema, table, entry)
+            self._attach_lists(store, schema, table, entry)
             return entry
         loaded, damage = self._load_saved(store, schema, table, stamp)
         if loaded is not None:
@@ -133,10 +135,19 @@ class VectorIndexes:
             entry = self._repair(store, schema, table, stamp, damage)
         else:
             entry = self._build(store, schema, table, stamp)
+        self._attach_lists(store, schema, table, entry)
         entry.checked = store_state(store)
         with self._lock:
             self._indexes[key] = entry
         return entry
+
+    def _attach_lists(self, store: Store, schema: str, table: str, entry: TableIndex) -> None:
+        """A large table's inverted lists, loaded, extended or trained (query/ivf_files.py)."""
+        base = self._paths(store, schema, table)[0].with_suffix("") if self.persist else None
+        with entry.lock:
+            damage = attach_lists(entry, base)
+        if damage is not None:
+            self._record(Repair("faiss", f"{_workspace_of(store, schema)} {table} inverted lists", damage))
 
     @staticmethod
     def _appendable(old: Stamp, new: Stamp, cur: Cursor, schema: str, table: str) -> bool:
@@ -317,15 +328,17 @@ class VectorIndexes:
         params: list[object],
         limit: int,
         stored: StoredModel,
-    ) -> list[tuple[int, float]]:
-        """[(rid, cos01)] of the `limit` nearest rows the caller may read, best first."""
+        exact: bool = False,
+    ) -> tuple[list[tuple[int, float]], str]:
+        """([(rid, cos01)] of the `limit` nearest rows the caller may read, best first; which path found
+        them: query/window_index.TableIndex.search). `exact`: never the inverted lists."""
         entry = self.index_for(store, schema, table, stored)
         if entry.ntotal == 0:
-            return []
+            return [], "empty"
         allowed = self.allowed_rids(store, schema, table, where, params)
         with entry.lock:
-            rids, inner = entry.search(qvec, allowed, limit)
-        return list(zip((int(r) for r in rids), (float(s) for s in cos01(inner)), strict=True))
+            rids, inner, path = entry.search(qvec, allowed, limit, exact=exact)
+        return list(zip((int(r) for r in rids), (float(s) for s in cos01(inner)), strict=True)), path
 
 
 def _read_map(path: str) -> np.ndarray:

@@ -20,8 +20,10 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from recallfs.query.ann_search import Readable, approximate_top
 from recallfs.query.gpu_search import gpu_copy, gpu_flat_search
 from recallfs.query.int8_scan import INT8_SCAN_MIN, Int8Scan, exact_top
+from recallfs.query.ivf_lists import IvfLists
 
 LAYOUT = "windows-1"  # in the stamp: index files written before windows (ids were rids) are stale
 _FAISS: Any = None
@@ -85,8 +87,9 @@ def is_window_map(rids: Any, count: int) -> TypeGuard[np.ndarray]:
 
 
 class TableIndex:
-    """The CPU flat index and its chunk map; an int8 copy scanned first when the table is large
-    (query/int8_scan.py); a GPU copy when a GPU is present."""
+    """The CPU flat index and its chunk map; inverted lists over it when the table is large
+    (query/ivf_lists.py, set by query/vectors.py); an int8 copy scanned first by an exact search of a
+    large table (query/int8_scan.py); a GPU copy when a GPU is present."""
 
     def __init__(self, cpu: Any, rids: np.ndarray, stamp: Stamp, *, int8_scan_min: int = INT8_SCAN_MIN) -> None:
         self.cpu = cpu
@@ -96,8 +99,10 @@ class TableIndex:
         self.checked: tuple[int, int] = (0, -1)  # (store token, generation) last verified
         self._gpu: Any = None
         self._rows: tuple[np.ndarray, np.ndarray] | None = None  # (distinct rids, first window position)
-        self._mask: tuple[np.ndarray, int, np.ndarray] | None = None  # (allowed, ntotal, packed bitmap)
-        self._int8: Int8Scan | None = None  # made on the first search of a table this large
+        # (allowed, ntotal, its windows, their packed bitmap once a selector needs it)
+        self._allowed: tuple[np.ndarray, int, Readable, list[np.ndarray]] | None = None
+        self._int8: Int8Scan | None = None  # made on the first exact search of a table this large
+        self.lists: IvfLists | None = None  # the approximate path's lists (query/vectors.py attaches them)
         self.int8_scan_min = int8_scan_min
 
     @property
@@ -161,6 +166,10 @@ class TableIndex:
         """vectors_at() for a caller that holds the lock."""
         return np.array(self._stored()[positions], dtype=np.float32)
 
+    def stored_from(self, start: int) -> np.ndarray:
+        """The stored vectors from window `start` on, in place (a view: only under the lock)."""
+        return self._stored()[start:]
+
     def _stored(self) -> np.ndarray:
         """The flat index's vectors in place (a view: valid until the next add, so only under the lock)."""
         faiss = faiss_module()
@@ -176,8 +185,10 @@ class TableIndex:
             self.rids = np.concatenate([self.rids, np.asarray(rids, dtype=np.int64)])
             if self._int8 is not None:
                 self._int8.add(matrix)
+            if self.lists is not None:
+                self.lists.extend(faiss_module(), matrix)
         self.stamp = stamp
-        self._gpu = self._rows = self._mask = None
+        self._gpu = self._rows = self._allowed = None
 
     def _int8_scan(self) -> Int8Scan | None:
         """The int8 copy (made once, from the float32 vectors: ~0.2 s per 65k windows), or None for a
@@ -190,52 +201,70 @@ class TableIndex:
             self._int8 = coarse
         return self._int8
 
-    def search(self, qvec: np.ndarray, allowed: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rids, inner products) of the best `limit` allowed rows, best first, each scored by its best
-        window. Asks for more windows than rows until `limit` distinct rows come back (or none are left)."""
+    def search(
+        self, qvec: np.ndarray, allowed: np.ndarray, limit: int, *, exact: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, str]:
+        """(rids, inner products, which path ran) of the best `limit` allowed rows, best first, each scored
+        by its best window. Asks for more windows than rows until `limit` distinct rows come back (or none
+        are left). `exact`: never the inverted lists."""
         q = np.ascontiguousarray(qvec.reshape(1, -1), dtype=np.float32)
         k = min(limit, self.ntotal)
         if k <= 0 or len(allowed) == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), "exact"
         if not self.one_window_each():
             k = min(2 * k, self.ntotal)  # most rows are one window: twice the rows rarely needs a retry
         gpu = faiss_module().get_num_gpus() > 0
         while True:
-            rids, scores = self._search_gpu(q, allowed, k) if gpu else self._search_cpu(q, allowed, k)
+            rids, scores, path = self._search_gpu(q, allowed, k) if gpu else self._search_cpu(q, allowed, k, exact)
             rows, best = best_per_row(rids, scores, limit)
             if len(rows) >= limit or k >= self.ntotal or len(rids) < k:
-                return rows, best
+                return rows, best, path
             k = min(2 * k, self.ntotal)
 
-    def _allowed_bitmap(self, allowed: np.ndarray) -> np.ndarray:
-        """The bitmap over window positions of the rows in `allowed`, kept for the same allowed array
-        (query/derived.py caches it per store generation and filter)."""
-        cached = self._mask
+    def _readable(self, allowed: np.ndarray) -> tuple[Readable, list[np.ndarray]]:
+        """The allowed rows' windows, kept for the same allowed array (query/derived.py caches it per
+        store generation and filter), with a slot for their packed bitmap."""
+        cached = self._allowed
         if cached is not None and cached[0] is allowed and cached[1] == self.ntotal:
-            return cached[2]
-        positions = np.flatnonzero(window_mask(self.rids, allowed))
-        packed = rid_bitmap(positions)
-        self._mask = (allowed, self.ntotal, packed)
-        return packed
+            return cached[2], cached[3]
+        mask = window_mask(self.rids, allowed)
+        entry: tuple[np.ndarray, int, Readable, list[np.ndarray]] = (
+            allowed, self.ntotal, Readable(mask, int(mask.sum())), [])
+        self._allowed = entry
+        return entry[2], entry[3]
 
-    def _search_cpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The flat CPU index, restricted to the allowed rows' windows by a selector: exact, whatever the
-        scope's size. Returns (rid of each window, inner product), best first."""
-        faiss = faiss_module()
-        packed = self._allowed_bitmap(allowed)
-        sel = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))
+    def _selector(self, allowed: np.ndarray) -> object:
+        """A FAISS selector of the allowed rows' windows. Its bitmap is kept with the readable windows
+        (which the cache holds for as long as the allowed array lives), so it outlives the search."""
+        readable, packed = self._readable(allowed)
+        if not packed:
+            packed.append(rid_bitmap(readable.positions()))
+        return faiss_module().IDSelectorBitmap(len(packed[0]), faiss_module().swig_ptr(packed[0]))
+
+    def _search_cpu(
+        self, q: np.ndarray, allowed: np.ndarray, k: int, exact: bool
+    ) -> tuple[np.ndarray, np.ndarray, str]:
+        """The approximate path when the table has lists (and `exact` is off), else the flat CPU index
+        restricted to the allowed rows' windows by a selector: exact, whatever the scope's size. Returns
+        (rid of each window, inner product, path), best first."""
+        if self.lists is not None and not exact:
+            found = approximate_top(self.lists, self._readable(allowed)[0], q[0], k, self._gather,
+                                    lambda: self._selector(allowed))
+            if found is not None:
+                return self.rids[found[0]], found[1], found[2]
+        sel = self._selector(allowed)
         coarse = self._int8_scan()
         if coarse is not None:
-            found = exact_top(coarse, q, k, sel, lambda positions: self._gather(positions) @ q[0])
-            if found is not None:
-                return self.rids[found[0]], found[1]
-        scores, pos = self.cpu.search(q, k, params=faiss.SearchParameters(sel=sel))
+            proven = exact_top(coarse, q, k, sel, lambda positions: self._gather(positions) @ q[0])
+            if proven is not None:
+                return self.rids[proven[0]], proven[1], "exact (int8 scan, proven)"
+        scores, pos = self.cpu.search(q, k, params=faiss_module().SearchParameters(sel=sel))
         keep = pos[0] >= 0
-        return self.rids[pos[0][keep]], scores[0][keep]
+        return self.rids[pos[0][keep]], scores[0][keep], "exact"
 
-    def _search_gpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _search_gpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, str]:
         """The GPU copy of the flat index (query/gpu_search.py); the CPU path when the scope is too narrow."""
         if self._gpu is None:
             self._gpu = gpu_copy(faiss_module(), self.cpu)
         found = gpu_flat_search(self._gpu, self.rids, q, allowed, k)
-        return found if found is not None else self._search_cpu(q, allowed, k)
+        return (*found, "exact (gpu)") if found is not None else self._search_cpu(q, allowed, k, False)

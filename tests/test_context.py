@@ -142,6 +142,8 @@ def test_through_the_mount_the_secret_neighbour_changes_nothing_the_caller_sees(
     query = mnt.path / "recall" / "where shall we meet on Friday at the rowing club"
     result = json.loads((query / "results.json").read_text())
     assert result["stages"]["context"].startswith("on (weight 0.2")
+    # which vector search ran, per table: this store's tables are small, so every readable row is scanned
+    assert "turns: exact" in result["stages"]["vector_search"]
     assert not result["degraded"]
     out = subprocess.run(["grep", "-rl", "kvctxsecret", str(query)], capture_output=True, text=True)
     assert out.returncode == 1 and out.stdout == ""

@@ -140,7 +140,7 @@ def test_a_tight_scope_never_returns_a_window_of_a_forbidden_row(tmp_path, store
     indexes = VectorIndexes(persist=False)
     where, params = scope_clause(ME, schema)
     qvec = minilm.embed_query(question)
-    found = indexes.search(store, schema, "turns", qvec, where=where, params=params, limit=10_000,
+    found, _path = indexes.search(store, schema, "turns", qvec, where=where, params=params, limit=10_000,
                            stored=stored_model(store.cursor()))
     assert found and secret_rid not in {rid for rid, _ in found}
     assert len(found) == len({rid for rid, _ in found})
