@@ -37,8 +37,8 @@ MIN_COSINE = 0.2
 FUSED_MIN_Z = 2.5
 ALONE_MIN_COSINE = 0.0
 # Calibrated fusion needs a background even in a partition too small to sample one (under
-# BACKGROUND_MIN rows): MiniLM's typical similarity between unrelated memories, as measured on the
-# demo set's partitions (mean 0.05..0.2, sd 0.07..0.13).
+# BACKGROUND_MIN rows, query/background_sample.py): MiniLM's typical similarity between unrelated
+# memories, as measured on the demo set's partitions (mean 0.05..0.2, sd 0.07..0.13).
 PRIOR_MEAN, PRIOR_SD = 0.1, 0.1
 # Where a recall's vector searches run while its lexical work goes on (QuerySearch.prefetch): FAISS and
 # torch release the GIL, so on two cores the query embedding and the scans overlap the BM25 arm.

@@ -3,12 +3,15 @@
 - Each partition holds `vectors (rid, tbl, model, embedding FLOAT[d])`; `main.meta` records the
   store's model and dimension. A model whose identity or dimension differs from the stored one is
   refused with a message that names `recallfs reindex`.
-- One FAISS `IndexIDMap2(IndexFlatIP)` per (partition, table), keyed by rid, persisted under
-  `<store>.faiss/` with a stamp (store uuid, model, epoch, count, max rid, and the file's sha256:
-  query/faiss_files.py). A missing or stale index is rebuilt from DuckDB; rows appended since the
-  stamp are added without a rebuild. A damaged file (checksum, size, unreadable, missing beside its
-  stamp) is rebuilt too, logged as a warning and recorded (`VectorIndexes.repairs`, query/repairs.py).
-- Searches are restricted to the rids the gate allows, through an IDSelectorBitmap over rids.
+- One flat FAISS index of windows per (partition, table) (query/window_index.py), persisted under
+  `<store>.faiss/` with its chunk map and a stamp (store uuid, model, epoch, count, max rid, and the
+  files' sha256: query/index_files.py, query/faiss_files.py). A missing or stale index is rebuilt from
+  DuckDB; rows appended since the stamp are added without a rebuild. A damaged file (checksum, size,
+  unreadable, missing beside its stamp) is rebuilt too, logged as a warning and recorded
+  (`VectorIndexes.repairs`, query/repairs.py).
+- A table of 20,000 windows or more also gets inverted lists (query/ivf_lists.py), kept beside it
+  (query/ivf_files.py).
+- Searches are restricted to the rids the gate allows (query/window_index.TableIndex.search).
 - Cosine (inner product of unit vectors) is reported as (1 + cos) / 2, in 0..1.
 """
 
@@ -17,27 +20,28 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from recallfs.query import faiss_files
+from recallfs.query.background_sample import spread_sample
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.index_files import index_dir, index_paths, load_index, save_index
 from recallfs.query.ivf_files import attach_lists
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.repairs import REPAIRS, Repair
 from recallfs.query.store import Store
-from recallfs.query.vector_meta import VECTORS, StoredModel, has_chunk_column, has_vectors_table, stored_model
-from recallfs.query.window_index import Stamp, TableIndex, faiss_module, is_window_map
+from recallfs.query.vector_meta import VECTORS, StoredModel, stored_model
+from recallfs.query.vector_rows import current_stamp, load_vectors
+from recallfs.query.window_index import Stamp, TableIndex, faiss_module
+
+__all__ = ["VectorIndexes", "cos01", "current_stamp", "ensure_indexes", "index_dir", "shared_indexes"]
 
 log = logging.getLogger("recallfs.vectors")
 
 REPAIRS_KEPT = 20
-BACKGROUND_SAMPLE = 512  # vectors sampled per partition for the query's background similarity
-BACKGROUND_MIN = 32  # below this a partition has no meaningful background: only the cosine floor applies
 
 
 # -- FAISS indexes ----------------------------------------------------------------------------------
@@ -48,39 +52,6 @@ def cos01(inner: np.ndarray) -> np.ndarray:
     """Inner product of unit vectors (cosine, -1..1) mapped to 0..1."""
     out: np.ndarray = np.clip((np.asarray(inner, dtype=np.float32) + 1.0) / 2.0, 0.0, 1.0)
     return out
-
-
-def index_dir(store: Store) -> Path:
-    return Path(str(store.path) + ".faiss")
-
-
-def current_stamp(cur: Cursor, schema: str, table: str, stored: StoredModel) -> Stamp:
-    if has_vectors_table(cur, schema):
-        row = cur.execute(
-            f"SELECT count(*), coalesce(max(rid), 0) FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ?",
-            [table, stored.model],
-        ).fetchone()
-    else:
-        row = (0, 0)
-    assert row is not None
-    return Stamp(stored.store_uuid, stored.model, stored.dim, stored.epoch, int(row[0]), int(row[1]))
-
-
-def _load_vectors(
-    cur: Cursor, schema: str, table: str, model: str, dim: int, above_rid: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    if not has_vectors_table(cur, schema):
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-    # A store from before windows opened read-only (a mount) is not migrated: one vector per rid.
-    order = "rid, chunk" if has_chunk_column(cur, schema) else "rid"
-    res = cur.execute(
-        f"SELECT rid, embedding FROM {schema}.{VECTORS} WHERE tbl = ? AND model = ? AND rid > ? ORDER BY {order}",
-        [table, model, above_rid],
-    ).fetchnumpy()
-    rids = np.asarray(res["rid"], dtype=np.int64)
-    if len(rids) == 0:
-        return rids, np.zeros((0, dim), dtype=np.float32)
-    return rids, np.ascontiguousarray(np.stack(list(res["embedding"])), dtype=np.float32)
 
 
 class VectorIndexes:
@@ -121,14 +92,14 @@ class VectorIndexes:
             entry.checked = store_state(store)
             return entry
         if entry is not None and self._appendable(entry.stamp, stamp, cur, schema, table):
-            rids, matrix = _load_vectors(cur, schema, table, stamp.model, stamp.dim, entry.stamp.max_rid)
+            rids, matrix = load_vectors(cur, schema, table, stamp.model, stamp.dim, entry.stamp.max_rid)
             with entry.lock:
                 entry.add(rids, matrix, stamp)
             entry.checked = store_state(store)
             self._save(store, schema, table, entry)
             self._attach_lists(store, schema, table, entry)
             return entry
-        loaded, damage = self._load_saved(store, schema, table, stamp)
+        loaded, damage = load_index(store, schema, table, stamp) if self.persist else (None, None)
         if loaded is not None:
             entry = loaded
         elif damage is not None:
@@ -143,7 +114,7 @@ class VectorIndexes:
 
     def _attach_lists(self, store: Store, schema: str, table: str, entry: TableIndex) -> None:
         """A large table's inverted lists, loaded, extended or trained (query/ivf_files.py)."""
-        base = self._paths(store, schema, table)[0].with_suffix("") if self.persist else None
+        base = index_paths(store, schema, table)[0].with_suffix("") if self.persist else None
         with entry.lock:
             damage = attach_lists(entry, base)
         if damage is not None:
@@ -164,7 +135,7 @@ class VectorIndexes:
 
     def _build(self, store: Store, schema: str, table: str, stamp: Stamp) -> TableIndex:
         faiss = _faiss()
-        rids, matrix = _load_vectors(store.cursor(), schema, table, stamp.model, stamp.dim)
+        rids, matrix = load_vectors(store.cursor(), schema, table, stamp.model, stamp.dim)
         index = faiss.IndexFlatIP(stamp.dim)  # ids are window positions; `rids` maps them to rows
         if len(rids):
             index.add(matrix)
@@ -195,53 +166,9 @@ class VectorIndexes:
             del self.repairs[:-REPAIRS_KEPT]
         REPAIRS.record(repair)
 
-    def _paths(self, store: Store, schema: str, table: str) -> tuple[Path, Path, Path]:
-        """The index, its stamp and its chunk map."""
-        base = index_dir(store)
-        return (base / f"{schema}.{table}.index", base / f"{schema}.{table}.stamp.json",
-                base / f"{schema}.{table}.chunks.npy")
-
-    def _load_saved(self, store: Store, schema: str, table: str, stamp: Stamp) -> tuple[TableIndex | None, str | None]:
-        """(the persisted index, if it is the one for `stamp` and intact; else why it is damaged, if it is)."""
-        if not self.persist:
-            return None, None
-        index_path, stamp_path, map_path = self._paths(store, schema, table)
-        loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), _faiss().read_index,
-                                  map_path, _read_map)
-        if loaded.unverified:
-            log.info("rebuilding FAISS index %s: written without a checksum (an older recallfs)", index_path)
-        if loaded.index is None:
-            return None, loaded.damage
-        index = loaded.index
-        if int(index.ntotal) != stamp.count or int(index.d) != stamp.dim:
-            return None, f"the index holds {int(index.ntotal)} {int(index.d)}-d vectors, its stamp says " \
-                         f"{stamp.count} {stamp.dim}-d"
-        if not is_window_map(loaded.chunk_map, stamp.count):
-            return None, f"the chunk map does not fit the index's {stamp.count} vectors"
-        return TableIndex(index, loaded.chunk_map, stamp), None
-
     def _save(self, store: Store, schema: str, table: str, entry: TableIndex) -> None:
-        """Write the index, then its stamp with the file's checksum (query/faiss_files.py)."""
-        if not self.persist:
-            return
-        index_path, stamp_path, map_path = self._paths(store, schema, table)
-        written: dict[str, Any] = {}  # the stamp, filled while the index is written (save() reads it after)
-        maps: list[np.ndarray] = []
-
-        def write_index(tmp: str) -> None:
-            with entry.lock:  # the stamp and chunk map that go with exactly the rows written
-                _faiss().write_index(entry.cpu, tmp)
-                written.update(_stamp_dict(entry.stamp))
-                maps.append(entry.rids)  # add() replaces the array, never changes it
-
-        def write_map(tmp: str) -> None:
-            with open(tmp, "wb") as fh:
-                np.save(fh, maps[0], allow_pickle=False)
-
-        try:
-            faiss_files.save(index_path, stamp_path, write_index, written, map_path, write_map)
-        except (OSError, RuntimeError) as exc:  # a read-only directory: the index stays in memory
-            log.warning("cannot persist FAISS index under %s: %s", index_path.parent, exc)
+        if self.persist:
+            save_index(store, schema, table, entry)
 
     # -- background --------------------------------------------------------------------------------
     def background(
@@ -260,20 +187,9 @@ class VectorIndexes:
         cached = self._background.get(key)
         if cached is not None:
             return cached[0]
-        readable = []
-        for table, entry in zip(MEMORY_TABLES, entries, strict=True):
-            readable.append(entry.positions_of(self.allowed_rids(store, schema, table, where, params)))
-        total = sum(len(p) for p in readable)
-        sample: np.ndarray | None = None
-        if total >= BACKGROUND_MIN:
-            picks = np.unique(np.linspace(0, total - 1, min(total, BACKGROUND_SAMPLE)).astype(np.int64))
-            parts, start = [], 0
-            for entry, positions in zip(entries, readable, strict=True):
-                mine = picks[(picks >= start) & (picks < start + len(positions))] - start
-                if len(mine):
-                    parts.append(entry.vectors_at(positions[mine]))
-                start += len(positions)
-            sample = np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+        readable = [entry.positions_of(self.allowed_rids(store, schema, table, where, params))
+                    for table, entry in zip(MEMORY_TABLES, entries, strict=True)]
+        sample = spread_sample(entries, readable)
         self._background.put(key, (sample,))
         return sample
 
@@ -339,16 +255,6 @@ class VectorIndexes:
         with entry.lock:
             rids, inner, path = entry.search(qvec, allowed, limit, exact=exact)
         return list(zip((int(r) for r in rids), (float(s) for s in cos01(inner)), strict=True)), path
-
-
-def _read_map(path: str) -> np.ndarray:
-    with open(path, "rb") as fh:  # a /proc/self/fd path has no .npy suffix for np.load to add
-        out: np.ndarray = np.load(fh, allow_pickle=False)
-    return out
-
-
-def _stamp_dict(stamp: Stamp) -> dict[str, Any]:
-    return {name: getattr(stamp, name) for name in Stamp.__dataclass_fields__}
 
 
 def _workspace_of(store: Store, schema: str) -> str:

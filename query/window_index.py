@@ -15,8 +15,7 @@ row's windows sit next to one another, its first window first.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
@@ -24,8 +23,10 @@ from recallfs.query.ann_search import Readable, approximate_top
 from recallfs.query.gpu_search import gpu_copy, gpu_flat_search
 from recallfs.query.int8_scan import INT8_SCAN_MIN, Int8Scan, exact_top
 from recallfs.query.ivf_lists import IvfLists
+from recallfs.query.window_map import Stamp, best_per_row, rid_bitmap, window_mask
 
-LAYOUT = "windows-1"  # in the stamp: index files written before windows (ids were rids) are stale
+__all__ = ["Stamp", "TableIndex", "faiss_module"]
+
 _FAISS: Any = None
 
 
@@ -39,51 +40,6 @@ def faiss_module() -> Any:
         faiss.omp_set_num_threads(1)
         _FAISS = faiss
     return _FAISS
-
-
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """What a persisted index was built from; any difference means stale. `count` counts windows."""
-
-    store_uuid: str
-    model: str
-    dim: int
-    epoch: int
-    count: int
-    max_rid: int
-    layout: str = LAYOUT
-
-
-def rid_bitmap(rids: np.ndarray) -> np.ndarray:
-    """Bit r set for every r in `rids` (little-endian within bytes), as faiss.IDSelectorBitmap reads it."""
-    bits = np.zeros(int(rids.max()) + 1 if len(rids) else 1, dtype=bool)
-    bits[rids] = True
-    return np.packbits(bits, bitorder="little")
-
-
-def window_mask(window_rids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """For each window position, whether its row is in `allowed` (sorted rids)."""
-    if len(window_rids) == 0 or len(allowed) == 0:
-        return np.zeros(len(window_rids), dtype=bool)
-    size = int(max(window_rids.max(), allowed.max())) + 1
-    rows = np.zeros(size, dtype=bool)
-    rows[allowed] = True
-    out: np.ndarray = rows[window_rids]
-    return out
-
-
-def best_per_row(rids: np.ndarray, scores: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Max-pool windows into rows: (rids, scores) of the first `limit` distinct rows of a best-first
-    list of windows, each with its best window's score."""
-    _, first = np.unique(rids, return_index=True)
-    keep = np.sort(first)[:limit]  # a row's first appearance in a best-first list is its best window
-    return rids[keep], scores[keep]
-
-
-def is_window_map(rids: Any, count: int) -> TypeGuard[np.ndarray]:
-    """A chunk map that can belong to an index of `count` windows: int64, that long, non-decreasing."""
-    return (isinstance(rids, np.ndarray) and rids.dtype == np.int64 and rids.ndim == 1
-            and len(rids) == count and bool(np.all(rids[1:] >= rids[:-1])))
 
 
 class TableIndex:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from recallfs.query.int8_scan import Int8Scan, exact_top, proven
-from recallfs.query.window_index import Stamp, TableIndex, rid_bitmap
+from recallfs.query.window_index import Stamp, TableIndex
+from recallfs.query.window_map import rid_bitmap
 
 ERROR = 1e-3  # the bound the table below proves against
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from recallfs.query.vectors import cos01
-from recallfs.query.window_index import rid_bitmap
+from recallfs.query.window_map import rid_bitmap
 
 
 @pytest.mark.parametrize(("rids", "members", "outsiders"), [

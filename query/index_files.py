@@ -1,0 +1,78 @@
+"""A table's FAISS index on disk: `<store>.faiss/<schema>.<table>.index`, its chunk map and its stamp,
+written and verified through query/faiss_files.py (checksums, atomic renames)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recallfs.query import faiss_files
+from recallfs.query.store import Store
+from recallfs.query.window_index import TableIndex, faiss_module
+from recallfs.query.window_map import Stamp, is_window_map
+
+log = logging.getLogger("recallfs.vectors")
+
+
+def index_dir(store: Store) -> Path:
+    return Path(str(store.path) + ".faiss")
+
+
+def index_paths(store: Store, schema: str, table: str) -> tuple[Path, Path, Path]:
+    """The index, its stamp and its chunk map."""
+    base = index_dir(store)
+    return (base / f"{schema}.{table}.index", base / f"{schema}.{table}.stamp.json",
+            base / f"{schema}.{table}.chunks.npy")
+
+
+def load_index(store: Store, schema: str, table: str, stamp: Stamp) -> tuple[TableIndex | None, str | None]:
+    """(the persisted index, if it is the one for `stamp` and intact; else why it is damaged, if it is)."""
+    index_path, stamp_path, map_path = index_paths(store, schema, table)
+    loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), faiss_module().read_index,
+                              map_path, _read_map)
+    if loaded.unverified:
+        log.info("rebuilding FAISS index %s: written without a checksum (an older recallfs)", index_path)
+    if loaded.index is None:
+        return None, loaded.damage
+    index = loaded.index
+    if int(index.ntotal) != stamp.count or int(index.d) != stamp.dim:
+        return None, f"the index holds {int(index.ntotal)} {int(index.d)}-d vectors, its stamp says " \
+                     f"{stamp.count} {stamp.dim}-d"
+    if not is_window_map(loaded.chunk_map, stamp.count):
+        return None, f"the chunk map does not fit the index's {stamp.count} vectors"
+    return TableIndex(index, loaded.chunk_map, stamp), None
+
+
+def save_index(store: Store, schema: str, table: str, entry: TableIndex) -> None:
+    """Write the index, then its stamp with the file's checksum (query/faiss_files.py)."""
+    index_path, stamp_path, map_path = index_paths(store, schema, table)
+    written: dict[str, Any] = {}  # the stamp, filled while the index is written (save() reads it after)
+    maps: list[np.ndarray] = []
+
+    def write_index(tmp: str) -> None:
+        with entry.lock:  # the stamp and chunk map that go with exactly the rows written
+            faiss_module().write_index(entry.cpu, tmp)
+            written.update(_stamp_dict(entry.stamp))
+            maps.append(entry.rids)  # add() replaces the array, never changes it
+
+    def write_map(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            np.save(fh, maps[0], allow_pickle=False)
+
+    try:
+        faiss_files.save(index_path, stamp_path, write_index, written, map_path, write_map)
+    except (OSError, RuntimeError) as exc:  # a read-only directory: the index stays in memory
+        log.warning("cannot persist FAISS index under %s: %s", index_path.parent, exc)
+
+
+def _read_map(path: str) -> np.ndarray:
+    with open(path, "rb") as fh:  # a /proc/self/fd path has no .npy suffix for np.load to add
+        out: np.ndarray = np.load(fh, allow_pickle=False)
+    return out
+
+
+def _stamp_dict(stamp: Stamp) -> dict[str, Any]:
+    return {name: getattr(stamp, name) for name in Stamp.__dataclass_fields__}
