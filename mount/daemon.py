@@ -186,6 +186,9 @@ def serve(config: MountConfig) -> int:
         if not store.read_only:
             repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
         semantic = _semantic_arm(cfg)
+        if semantic is not None:
+            # beside the model's load: hybrid-ready without a slow first recall
+            semantic.warm_indexes(store, store.schema_for(config.principal))
         ops = _make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do
         # allow_other lets the mapped users in; default_permissions (always on) makes the kernel check

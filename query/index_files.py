@@ -3,6 +3,7 @@ written and verified through query/faiss_files.py (checksums, atomic renames).""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,11 @@ def index_paths(store: Store, schema: str, table: str) -> tuple[Path, Path, Path
 
 
 def load_index(store: Store, schema: str, table: str, stamp: Stamp) -> tuple[TableIndex | None, str | None]:
-    """(the persisted index, if it is the one for `stamp` and intact; else why it is damaged, if it is)."""
+    """(the persisted index, if it is the one for `stamp` or one behind it (the same rows but fewer: an
+    ingest by another process since), and intact; else why it is damaged, if it is). The caller extends
+    an index that is behind."""
     index_path, stamp_path, map_path = index_paths(store, schema, table)
+    stamp = _behind(stamp_path, stamp) or stamp
     loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), faiss_module().read_index,
                               map_path, _read_map)
     if loaded.unverified:
@@ -44,6 +48,19 @@ def load_index(store: Store, schema: str, table: str, stamp: Stamp) -> tuple[Tab
     if not is_window_map(loaded.chunk_map, stamp.count):
         return None, f"the chunk map does not fit the index's {stamp.count} vectors"
     return TableIndex(index, loaded.chunk_map, stamp), None
+
+
+def _behind(stamp_path: Path, current: Stamp) -> Stamp | None:
+    """The saved stamp, when it names an earlier state of the same vectors: same store, model and epoch,
+    fewer windows and a lower highest rid (whether only rows above it were added, the caller checks)."""
+    try:
+        saved = json.loads(stamp_path.read_text(encoding="utf-8"))
+        older = Stamp(**{name: saved[name] for name in Stamp.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    same = (older.store_uuid, older.model, older.dim, older.epoch, older.layout) == \
+        (current.store_uuid, current.model, current.dim, current.epoch, current.layout)
+    return older if same and older.count < current.count and older.max_rid < current.max_rid else None
 
 
 def save_index(store: Store, schema: str, table: str, entry: TableIndex) -> None:

@@ -8,6 +8,9 @@ model is still loading), `model-missing`, `timeout` (the query embedding overran
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -17,9 +20,10 @@ from recallfs.query.semantic_query import FUSED_MIN_Z, MIN_COSINE, QuerySearch, 
 from recallfs.query.settings import DEFAULTS, Settings, SettingsError
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import StoredModel, VectorError
-from recallfs.query.vectors import VectorIndexes, shared_indexes
+from recallfs.query.vectors import VectorIndexes, ensure_indexes, shared_indexes
 
 VECTOR_SEARCHES = ("ann", "exact")
+log = logging.getLogger("recallfs.semantic")
 
 __all__ = ["FUSED_MIN_Z", "MIN_COSINE", "QuerySearch", "SemanticHit", "SemanticSearch"]
 
@@ -45,6 +49,8 @@ class SemanticSearch:
         self.min_score = (1.0 + min_cosine) / 2.0
         self.fused_min_z = fused_min_z
         self.exact = exact  # search every readable window, never the inverted lists (query/ivf_lists.py)
+        self._indexes_ready = threading.Event()
+        self._indexes_ready.set()  # nothing to wait for until warm_indexes() is asked
 
     @classmethod
     def from_settings(cls, cfg: Settings, *, warm: bool = True) -> SemanticSearch:
@@ -63,7 +69,31 @@ class SemanticSearch:
     def availability(self) -> tuple[bool, str | None]:
         if not self.enabled or self.embedder is None:
             return False, "off"
-        return self.embedder.availability()
+        ready, reason = self.embedder.availability()
+        if ready and not self._indexes_ready.is_set():
+            return False, "warming"  # the model is loaded, the store's vector indexes not yet
+        return ready, reason
+
+    def warm_indexes(self, store: Store, schema: str | None) -> None:
+        """Load a partition's vector indexes (or build those missing) on a background thread, as the model
+        loads; until they are in memory the arm says `warming` and recall answers lexically, rather than
+        make the first recalls wait seconds for a large index. A failure is logged: each search then
+        loads its table's index again, and reports what fails."""
+        if not self.enabled or schema is None:
+            return
+        self._indexes_ready.clear()
+
+        def warm() -> None:
+            started = time.perf_counter()
+            try:
+                count = ensure_indexes(store, self.indexes, schemas=[schema])
+                log.info("%d vector indexes ready in %.1f s", count, time.perf_counter() - started)
+            except Exception:
+                log.exception("could not load the vector indexes ahead of the first recall")
+            finally:
+                self._indexes_ready.set()
+
+        threading.Thread(target=warm, name="recallfs-index-warm", daemon=True).start()
 
     def query(self, text: str) -> QuerySearch:
         return QuerySearch(self, text)

@@ -61,6 +61,7 @@ class VectorIndexes:
         self.persist = persist
         self._lock = threading.Lock()
         self._indexes: dict[tuple[str, str, str], TableIndex] = {}
+        self._loading: dict[tuple[str, str, str], threading.Lock] = {}  # one loader per table index
         # (sample,): a sample may be None (too few rows), which the cache cannot hold on its own
         self._background: LruCache[tuple[Any, ...], tuple[np.ndarray | None]] = LruCache(allowed_cache)
         self._stored: dict[tuple[Any, ...], StoredModel | None] = {}
@@ -81,25 +82,47 @@ class VectorIndexes:
 
     def index_for(self, store: Store, schema: str, table: str, stored: StoredModel) -> TableIndex:
         key = (str(store.path), schema, table)
+        entry = self._current(key, store, stored)
+        if entry is not None:
+            return entry
+        with self._lock:
+            loading = self._loading.setdefault(key, threading.Lock())
+        # One thread loads or extends a table's index; the others wait for it rather than load a second
+        # copy (at 1M windows, 1.5 GB and seconds each).
+        with loading:
+            return self._current(key, store, stored) or self._refresh(key, store, schema, table, stored)
+
+    def _current(self, key: tuple[str, str, str], store: Store, stored: StoredModel) -> TableIndex | None:
+        """The index held for `key`, when it was checked against this store generation and model."""
         with self._lock:
             entry = self._indexes.get(key)
-        cur = store.cursor()
         if entry is not None and entry.checked == store_state(store) and entry.stamp.model == stored.model \
                 and entry.stamp.epoch == stored.epoch and entry.stamp.store_uuid == stored.store_uuid:
             return entry
+        return None
+
+    def _refresh(self, key: tuple[str, str, str], store: Store, schema: str, table: str,
+                 stored: StoredModel) -> TableIndex:
+        """Bring the index for `key` up to the store: as it is, extended by appended rows, loaded from
+        disk, or built (a damaged file is rebuilt and recorded)."""
+        with self._lock:
+            entry = self._indexes.get(key)
+        cur = store.cursor()
         stamp = current_stamp(cur, schema, table, stored)
         if entry is not None and entry.stamp == stamp:
             entry.checked = store_state(store)
             return entry
         if entry is not None and self._appendable(entry.stamp, stamp, cur, schema, table):
-            rids, matrix = load_vectors(cur, schema, table, stamp.model, stamp.dim, entry.stamp.max_rid)
-            with entry.lock:
-                entry.add(rids, matrix, stamp)
+            self._extend(store, schema, table, entry, stamp)
             entry.checked = store_state(store)
-            self._save(store, schema, table, entry)
             self._attach_lists(store, schema, table, entry)
             return entry
         loaded, damage = load_index(store, schema, table, stamp) if self.persist else (None, None)
+        if loaded is not None and loaded.stamp != stamp:  # saved before rows another process added
+            if self._appendable(loaded.stamp, stamp, cur, schema, table):
+                self._extend(store, schema, table, loaded, stamp)
+            else:
+                loaded = None
         if loaded is not None:
             entry = loaded
         elif damage is not None:
@@ -119,6 +142,13 @@ class VectorIndexes:
             damage = attach_lists(entry, base)
         if damage is not None:
             self._record(Repair("faiss", f"{_workspace_of(store, schema)} {table} inverted lists", damage))
+
+    def _extend(self, store: Store, schema: str, table: str, entry: TableIndex, stamp: Stamp) -> None:
+        """Add the windows of rows above the entry's highest rid, and save it."""
+        rids, matrix = load_vectors(store.cursor(), schema, table, stamp.model, stamp.dim, entry.stamp.max_rid)
+        with entry.lock:
+            entry.add(rids, matrix, stamp)
+        self._save(store, schema, table, entry)
 
     @staticmethod
     def _appendable(old: Stamp, new: Stamp, cur: Cursor, schema: str, table: str) -> bool:
@@ -270,15 +300,17 @@ def shared_indexes() -> VectorIndexes:
     return _SHARED_INDEXES
 
 
-def ensure_indexes(store: Store, indexes: VectorIndexes | None = None) -> int:
-    """Bring every (partition, table) index up to date (built and persisted if stale). Returns how many."""
+def ensure_indexes(store: Store, indexes: VectorIndexes | None = None, *, schemas: Sequence[str] | None = None) -> int:
+    """Bring every (partition, table) index up to date (built and persisted if stale), or those of
+    `schemas`. Returns how many."""
     indexes = indexes or shared_indexes()
     cur = store.cursor()
     stored = stored_model(cur)
     if stored is None:
         return 0
     count = 0
-    for (schema,) in cur.execute("SELECT schema_name FROM main.partitions ORDER BY 1").fetchall():
+    every = [str(row[0]) for row in cur.execute("SELECT schema_name FROM main.partitions ORDER BY 1").fetchall()]
+    for schema in every if schemas is None else [s for s in every if s in schemas]:
         for table in MEMORY_TABLES:
             indexes.index_for(store, str(schema), table, stored)
             count += 1
