@@ -152,7 +152,7 @@ def measure_ingest(store: Path, work: Path, embedder: Embedder, size: int, rows:
             t0 = time.perf_counter()
             report = ingest_records(st, records, embedder=embedder)
             ingest_s = time.perf_counter() - t0
-            behind = sum(s.rows_behind for s in stale_fts(st))
+            behind = sum(s.rows_behind for s in stale_fts(st, deferred=True))
             indexes = VectorIndexes()
             t1 = time.perf_counter()
             ensure_indexes(st, indexes)

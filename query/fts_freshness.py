@@ -1,9 +1,10 @@
 """Whether each table's full-text index covers its rows, and rebuilding the ones that do not.
 
 The FTS index does not see inserts: an ingest commits its rows, then rebuilds the index of the tables it
-wrote in a second transaction (query/ingest_file.py). A process killed between the two leaves the rows in
-the store and the index behind them. The lexical arm still finds such rows, by substring, but scores them
-by the share of the query's words they contain, not by BM25, so they rank wrongly until a rebuild.
+wrote in a second transaction (query/ingest_file.py). A large table's index is rebuilt only once the rows
+above it pass a share of it (query/fts_delta.needs_rebuild): until then the lexical arm scores them with
+BM25 from an in-memory delta. A process killed between the two transactions leaves rows above the
+watermark too; they are served the same way, and a rebuild is due only under the same rule.
 `main.fts_state` records the highest rid each index covers, so a behind index costs one cheap count
 per table to find.
 
@@ -23,6 +24,7 @@ import duckdb
 
 from recallfs.query.caches import LruCache
 from recallfs.query.derived import store_state
+from recallfs.query.fts_delta import needs_rebuild
 from recallfs.query.lexical import build_fts, fts_schema
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.repairs import REPAIRS, Repair
@@ -39,6 +41,12 @@ class StaleIndex:
     table: str
     rows_behind: int
     workspace: str  # org/workspace, for messages
+    indexed: int = 0  # rows the index holds (0: no index)
+
+    @property
+    def due(self) -> bool:
+        """Whether to rebuild now; else its rows are served from the delta (query/fts_delta.py)."""
+        return needs_rebuild(self.indexed, self.rows_behind)
 
     @property
     def key(self) -> str:
@@ -55,10 +63,10 @@ def _rows(n: int) -> str:
     return f"{n} row" if n == 1 else f"{n} rows"
 
 
-def stale_fts(store: Store, *, schemas: Iterable[str] | None = None) -> list[StaleIndex]:
-    """Every (partition, table) whose FTS index is behind its table: rows above the index's watermark, or
-    rows and no index. One query over all tables (rid is ascending in storage, so counting rows above a
-    watermark skips the row groups below it); works on a read-only store."""
+def stale_fts(store: Store, *, schemas: Iterable[str] | None = None, deferred: bool = False) -> list[StaleIndex]:
+    """Every (partition, table) whose FTS index is due for a rebuild (StaleIndex.due): rows above the
+    index's watermark past what its delta serves, or rows and no index; with `deferred`, every one
+    behind at all. One query over all tables; works on a read-only store."""
     cur = store.cursor()
     wanted = None if schemas is None else set(schemas)
     partitions = [(str(s), f"{o}/{w}") for s, o, w in cur.execute(
@@ -75,11 +83,13 @@ def stale_fts(store: Store, *, schemas: Iterable[str] | None = None) -> list[Sta
         for table in MEMORY_TABLES:
             # An index recorded but absent (dropped by hand, say) covers nothing.
             mark = marks.get((schema, table), 0) if fts_schema(schema, table) in built else 0
-            selects.append(f"SELECT ?::VARCHAR, ?::VARCHAR, count(*) FROM {schema}.{table} WHERE rid > ?")
-            params += [schema, table, mark]
+            selects.append(f"SELECT ?::VARCHAR, ?::VARCHAR, count(*) FILTER (WHERE rid > ?), "
+                           f"count(*) FILTER (WHERE rid <= ?) FROM {schema}.{table}")
+            params += [schema, table, mark, mark]
     names = dict(partitions)
     rows = cur.execute(" UNION ALL ".join(selects), params).fetchall()
-    return [StaleIndex(str(s), str(t), int(n), names[str(s)]) for s, t, n in rows if n]
+    behind = [StaleIndex(str(s), str(t), int(n), names[str(s)], int(i)) for s, t, n, i in rows if n]
+    return behind if deferred else [s for s in behind if s.due]
 
 
 def rebuild_fts(store: Store, stale: Iterable[StaleIndex]) -> None:
@@ -139,8 +149,8 @@ def behind_note(store: Store, schema: str) -> str | None:
         return None
     parts = ", ".join(f"{s.table} by {_rows(s.rows_behind)}" for s in stale)
     return (f"the full-text index is behind ({parts}; an ingest stopped before rebuilding it?): those rows "
-            "are found by substring only, without BM25 ranking; `recallfs reindex` (or the next ingest, or "
-            "a mount) rebuilds it")
+            "are scored from an in-memory delta meanwhile; `recallfs reindex` (or the next ingest, or a "
+            "mount) rebuilds it")
 
 
 def rebuild_all_fts(store: Store) -> tuple[int, list[StaleIndex]]:

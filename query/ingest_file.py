@@ -74,11 +74,17 @@ def refresh_indexes(
     embed_progress: Progress | None = None,
     bar: bool = False,
 ) -> None:
-    """Rebuild the FTS index of every table that is behind (rows stay findable meanwhile, by substring):
-    those the batch wrote, and any an earlier ingest left behind (killed between its commit and this
-    step, or stopped by a full disk), which are reported as repairs. Then embed the rows of the batch's
-    workspaces that have no vector from the model yet. A full disk is an IndexRefreshError: the rows are in."""
-    behind = stale_fts(store)
+    """Rebuild the FTS index of every table due for it (query/fts_delta.needs_rebuild; the rows stay
+    findable meanwhile): those the batch wrote, and any an earlier ingest left behind (killed between
+    its commit and this step, or stopped by a full disk), which are reported as repairs. Then embed the
+    rows of the batch's workspaces that have no vector from the model yet. A full disk is an
+    IndexRefreshError: the rows are in."""
+    every = stale_fts(store, deferred=True)
+    behind = [s for s in every if s.due]
+    for s in every:
+        if not s.due:  # a large table: its delta serves the new rows until they pass its share
+            log.info("full-text index of %s %s: %d rows served from its delta until a rebuild is due",
+                     s.workspace, s.table, s.rows_behind)
     if behind:
         _rebuild_fts(store, report, sorted({(s.schema, s.table) for s in behind}))
     written = {key: len(rids) for key, rids in report.written_rids.items()}

@@ -1,6 +1,8 @@
-"""The lexical arm: DuckDB FTS (BM25) per table, plus a substring pass over rows the index has not
-seen yet (the FTS index does not update on insert; it is rebuilt after ingest). BM25 is scored in
-memory from the index's tables (query/bm25_memory.py), among the rows the caller may read.
+"""The lexical arm: DuckDB FTS (BM25) per table, scored in memory from the index's tables
+(query/bm25_memory.py), and from a delta of the rows the index has not seen yet (query/fts_delta.py:
+the FTS index does not update on insert, and a large one is rebuilt only when the delta grows), among
+the rows the caller may read. A substring pass covers a table with no index yet, and a query BM25
+cannot match at all.
 
 Returns row ids only (with their calibrated scores, for fusion: ranking/calibration.py). Query text
 never reaches SQL as syntax: it is reduced to plain terms, which are bound as parameters.
@@ -15,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from recallfs.query.bm25_memory import POSTINGS, Postings, top_k
+from recallfs.query.bm25_memory import POSTINGS
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.fts_delta import Bm25Scores, delta_postings
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling, lexical_score, term_fraction
@@ -134,23 +137,22 @@ def search_calibrated(
 ) -> dict[int, float]:
     """search(), with each rid's calibrated lexical score (ranking/calibration.py), best first.
 
-    Indexed rows score BM25 over the query's ceiling; rows above the watermark, found by substring,
-    score the share of the query's terms they contain."""
+    Indexed rows and the delta score BM25 over the query's ceiling; rows found by substring (no index
+    yet, or nothing BM25 could match) score the share of the query's terms they contain."""
     if not terms:
         return {}
     cur = store.cursor()
     state = index_state(store, schema, table)
     ranked: dict[int, float] = {}
     if state.watermark > 0:
-        postings, scores, ceiling = _bm25(store, schema, table, terms, state)
-        if scores.any():
-            allowed = postings.allowed_positions(allowed_rids(store, schema, table, where, params))
-            top = top_k(scores, postings.rids, allowed, limit)
-            raw = postings.scores_of(np.array(top, dtype=np.int64), scores)
-            ranked = {rid: lexical_score(float(b), ceiling) for rid, b in zip(top, raw, strict=True)}
-    # Rows above the watermark are not in the index yet. When the index finds nothing at all
-    # (a word split differently, e.g. in scripts written without spaces), scan everything by substring.
-    floor = state.watermark if ranked else 0
+        bm25 = _bm25(store, schema, table, terms, state)
+        if bm25.any():
+            top = bm25.top(allowed_rids(store, schema, table, where, params), limit)
+            ranked = {rid: lexical_score(raw, bm25.ceiling) for rid, raw in top}
+    # Rows above the watermark are BM25-scored from the delta (query/fts_delta.py) when there is an
+    # index. With none yet, or when BM25 finds nothing at all (a word split differently, e.g. in scripts
+    # written without spaces), rows are scanned by substring: all of them in the second case.
+    floor = (state.max_rid if state.watermark > 0 else 0) if ranked else 0
     fresh = _search_fresh(cur, schema, table, terms, floor, where, params, limit) if state.max_rid > floor else []
     if not fresh:
         return ranked
@@ -175,10 +177,10 @@ def score_indexed(
     state = index_state(store, schema, table)
     if state.watermark <= 0:
         return {}
-    postings, scores, ceiling = _bm25(store, schema, table, terms, state)
+    bm25 = _bm25(store, schema, table, terms, state)
     wanted = np.array(sorted(set(rids)), dtype=np.int64)
-    raw = postings.scores_of(wanted, scores)
-    return {int(rid): lexical_score(float(b), ceiling) for rid, b in zip(wanted, raw, strict=True) if b > 0}
+    raw = bm25.of(wanted)
+    return {int(rid): lexical_score(float(b), bm25.ceiling) for rid, b in zip(wanted, raw, strict=True) if b > 0}
 
 
 # The last few queries' BM25 arrays: fused recall scores the semantic arm's rows right after the
@@ -186,19 +188,24 @@ def score_indexed(
 _BM25: LruCache[tuple[Any, ...], Any] = LruCache(6)
 
 
-def _bm25(
-    store: Store, schema: str, table: str, terms: list[str], state: IndexState
-) -> tuple[Postings, np.ndarray, float]:
-    """(postings, BM25 of every indexed row, the query's ceiling) for this table's current index."""
-    def compute() -> tuple[Postings, np.ndarray, float]:
+def _bm25(store: Store, schema: str, table: str, terms: list[str], state: IndexState) -> Bm25Scores:
+    """BM25 of every row of the table's index and of its delta (the rows above its watermark), with the
+    query's ceiling over both."""
+    def compute() -> Bm25Scores:
         cur = store.cursor()
         fts = fts_schema(schema, table)
         postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
         stems = index_stems(cur, fts, terms)
-        return postings, postings.score(stems), lexical_ceiling(postings.term_maxima(stems), len(stems))
+        maxima = postings.term_maxima(stems)
+        delta, delta_scores = None, None
+        if state.max_rid > state.watermark:
+            delta = delta_postings(store, schema, table, fts, state.watermark)
+            delta_scores = delta.score(stems)
+            maxima = [max(a, b) for a, b in zip(maxima, delta.term_maxima(stems), strict=True)]
+        return Bm25Scores(postings, postings.score(stems), delta, delta_scores, lexical_ceiling(maxima, len(stems)))
 
-    found: tuple[Postings, np.ndarray, float] = _BM25.get_or_compute(
-        (str(store.path), schema, table, state.built_at, tuple(terms)), compute)
+    found: Bm25Scores = _BM25.get_or_compute(
+        (str(store.path), schema, table, state.built_at, state.max_rid, tuple(terms)), compute)
     return found
 
 

@@ -1,0 +1,125 @@
+"""BM25 for the rows a table's FTS index has not seen yet, so that a small ingest need not rebuild it.
+
+DuckDB's FTS index does not update on insert, and rebuilding it reads the whole table: at 600k turns
+that is ~15 s, after every ingest however small. So a large table's index is rebuilt only when the rows
+above its watermark grow past a share of it (`needs_rebuild`); until then those rows are the delta:
+tokenized by the index's own macro and stemmer (`{fts}.tokenize`, `stem(_, 'porter')`, its stopwords:
+the same terms as the index would hold, checked in tests/test_fts_delta.py), and held in memory as
+postings (query/bm25_memory.Postings) per store generation.
+
+Their BM25 weights use the statistics of the index and the delta together: N and the average length
+over both, and each term's document frequency in both. The indexed rows keep the weights of their
+build, whose statistics differ from these by at most the delta's share, so scores on both sides are on
+one scale and merge by value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from recallfs.query.bm25_memory import K1, B, Postings, top_k
+from recallfs.query.caches import LruCache
+from recallfs.query.cursor import Cursor
+from recallfs.query.derived import store_state
+from recallfs.query.store import Store
+
+ALWAYS_REBUILD = 50_000  # a table of this many rows or fewer is rebuilt by every ingest (about 2 s or less)
+DELTA_SHARE = 0.05  # else, once the rows behind the index pass this share of the rows in it
+DELTA_MAX = 50_000  # or this many
+
+
+def needs_rebuild(indexed: int, behind: int) -> bool:
+    """Whether a table whose index holds `indexed` rows and misses `behind` should be rebuilt now."""
+    if behind <= 0:
+        return False
+    if indexed == 0 or indexed + behind <= ALWAYS_REBUILD:
+        return True
+    return behind > min(DELTA_MAX, DELTA_SHARE * indexed)
+
+
+def load_delta(cur: Cursor, schema: str, table: str, fts: str, watermark: int) -> Postings:
+    """Postings of the rows above `watermark`, weighted with the index's statistics and theirs."""
+    stats = cur.execute(f"SELECT num_docs, avgdl FROM {fts}.stats").fetchone()
+    assert stats is not None
+    indexed, avgdl = float(stats[0]), float(stats[1]) or 1.0
+    tf = cur.execute(
+        f"""WITH toks AS (SELECT rid, unnest({fts}.tokenize(search_text)) AS tok FROM {schema}.{table}
+                          WHERE rid > ?)
+            SELECT stem(tok, 'porter') AS term, rid, count(*) AS tf FROM toks
+            WHERE tok <> '' AND tok NOT IN (SELECT sw FROM {fts}.stopwords)
+            GROUP BY ALL ORDER BY term, rid""", [watermark]).fetchnumpy()
+    terms = np.asarray(tf["term"], dtype=object)
+    doc_rids = np.asarray(tf["rid"], dtype=np.int64)
+    freq = np.asarray(tf["tf"], dtype=np.float64)
+    rids, d_pos = np.unique(doc_rids, return_inverse=True)
+    lengths = np.bincount(d_pos, weights=freq, minlength=len(rids))
+    vocab_terms, t_rows = np.unique(terms, return_inverse=True) if len(terms) else (terms, np.zeros(0, np.int64))
+    fresh_df = np.bincount(t_rows, minlength=len(vocab_terms)).astype(np.float64)
+    indexed_df = _indexed_df(cur, fts, [str(t) for t in vocab_terms])
+    docs = indexed + len(rids)
+    mean = (avgdl * indexed + float(lengths.sum())) / docs if docs else 1.0
+    df = indexed_df + fresh_df
+    idf = np.log10(((docs - df) + 0.5) / (df + 0.5) + 1)  # as match_bm25 (DuckDB's log() is base 10)
+    norm = K1 * ((1 - B) + B * (lengths / (mean or 1.0)))
+    weights = idf[t_rows] * (freq * (K1 + 1)) / (freq + norm[d_pos])
+    starts = np.zeros(len(vocab_terms) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(t_rows, minlength=len(vocab_terms)), out=starts[1:])
+    vocab = {str(t): i for i, t in enumerate(vocab_terms.tolist())}
+    return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids)
+
+
+def _indexed_df(cur: Cursor, fts: str, terms: list[str]) -> np.ndarray:
+    """Each term's document frequency in the index (0 for a term it does not hold)."""
+    if not terms:
+        return np.zeros(0, dtype=np.float64)
+    rows = dict(cur.execute(f"SELECT term, df FROM {fts}.dict WHERE term = ANY(?)", [terms]).fetchall())
+    return np.array([float(rows.get(t, 0)) for t in terms], dtype=np.float64)
+
+
+_DELTAS: LruCache[tuple[Any, ...], Postings] = LruCache(48)
+
+
+def delta_postings(store: Store, schema: str, table: str, fts: str, watermark: int) -> Postings:
+    """load_delta(), once per store generation."""
+    key = (str(store.path), *store_state(store), schema, table, watermark)
+    found: Postings = _DELTAS.get_or_compute(key, lambda: load_delta(store.cursor(), schema, table, fts, watermark))
+    return found
+
+
+class Bm25Scores:
+    """One query's BM25 over a table: the indexed rows (`main`) and the delta, if any, on one scale."""
+
+    def __init__(self, main: Postings, scores: np.ndarray, delta: Postings | None, delta_scores: np.ndarray | None,
+                 ceiling: float) -> None:
+        self.main, self.scores = main, scores
+        self.delta, self.delta_scores = delta, delta_scores
+        self.ceiling = ceiling
+
+    def any(self) -> bool:
+        return bool(self.scores.any()) or (self.delta_scores is not None and bool(self.delta_scores.any()))
+
+    def top(self, allowed: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """(rid, BM25) of the best `limit` rows among `allowed` (sorted rids) on both sides, by score
+        descending then rid descending (bm25_memory.top_k's order)."""
+        pairs = self._top(self.main, self.scores, allowed, limit)
+        if self.delta is not None and self.delta_scores is not None:
+            pairs += self._top(self.delta, self.delta_scores, allowed, limit)
+            pairs.sort(key=lambda p: (-round(p[1], 9), -p[0]))
+        return pairs[:limit]
+
+    @staticmethod
+    def _top(postings: Postings, scores: np.ndarray, allowed: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        if not scores.any():
+            return []
+        top = top_k(scores, postings.rids, postings.allowed_positions(allowed), limit)
+        raw = postings.scores_of(np.array(top, dtype=np.int64), scores)
+        return list(zip(top, raw.tolist(), strict=True))
+
+    def of(self, rids: np.ndarray) -> np.ndarray:
+        """BM25 of these sorted rids, from whichever side holds each (0: neither)."""
+        out = self.main.scores_of(rids, self.scores)
+        if self.delta is not None and self.delta_scores is not None:
+            out = np.maximum(out, self.delta.scores_of(rids, self.delta_scores))
+        return out
