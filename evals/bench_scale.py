@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,10 +117,34 @@ def measure_daemon(store: Path, work: Path, qs: list[str]) -> dict[str, Any]:
             _ls(hybrid.path / "recall" / f"{q} warmup")
         times = [_ls(hybrid.path / "recall" / q) for q in qs]
         out["ls_p50_ms"], out["ls_p95_ms"] = _pct(times, 50) * 1000, _pct(times, 95) * 1000
+        out.update(measure_tree(hybrid.path))
         out["rss_mb"] = _vm_hwm_mb(hybrid.pid)
     finally:
         hybrid.stop()
     return out
+
+
+def measure_tree(mnt: Path) -> dict[str, Any]:
+    """index.md rendered, a browse listing (cut at RECALLFS_MAX_ROWS), and a lookup by name of a file the
+    kernel has not seen (its dentries dropped first), each the median of 5."""
+    out: dict[str, Any] = {}
+    out["index_md_ms"] = statistics.median(_timed(["cat", str(mnt / "index.md")]) for _ in range(5)) * 1000
+    names = subprocess.run(["ls", str(mnt / "facts")], capture_output=True, text=True, check=True).stdout.split()
+    out["facts_listed"], out["facts_truncated"] = len(names), "_truncated.md" in names
+    out["ls_facts_ms"] = statistics.median(_timed(["ls", str(mnt / "facts")]) for _ in range(5)) * 1000
+    files = [n for n in names if n.endswith(".md") and not n.startswith("_")]
+    lookups = []
+    for name in files[-5:]:
+        Path("/proc/sys/vm/drop_caches").write_text("2\n")  # dentries and inodes: the next stat is a LOOKUP
+        lookups.append(_timed(["stat", "-c", "%s", str(mnt / "facts" / name)]))
+    out["lookup_ms"] = statistics.median(lookups) * 1000 if lookups else float("nan")
+    return out
+
+
+def _timed(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
 
 
 def _ls(path: Path) -> float:
@@ -250,6 +275,10 @@ def report(results: dict[int, dict[str, Any]]) -> str:
     row("daemon start-up to ready, lexical, s", lambda r: f"{r['daemon']['startup_lexical_s']:.1f}")
     row("daemon start-up to hybrid-ready, s", lambda r: f"{r['daemon']['startup_hybrid_s']:.1f} "
         f"({r['daemon']['semantic']})", f"<= {TARGETS['startup_s']:.0f}")
+    row("cat index.md, ms", lambda r: f"{r['daemon']['index_md_ms']:.0f}", "< 100")
+    row("ls facts/ (cut at RECALLFS_MAX_ROWS), ms", lambda r: f"{r['daemon']['ls_facts_ms']:.0f} "
+        f"({r['daemon']['facts_listed']:,} names{', _truncated.md' if r['daemon']['facts_truncated'] else ''})")
+    row("lookup of a file by name, kernel cache dropped, ms", lambda r: f"{r['daemon']['lookup_ms']:.1f}")
     row("daemon peak RSS, model loaded, GB", lambda r: f"{r['daemon']['rss_mb'] / 1024:.2f}",
         f"<= {TARGETS['rss_gb']:.0f}")
     row("store + indexes on disk, GB", lambda r: f"{sum(r['disk'].values()) / gb:.2f} "

@@ -1,7 +1,8 @@
 """The synthetic stores of evals/bench_scale.py: up to a million memories in one workspace.
 
 What is in one: sessions of 40 turns between three speakers (60% of rows), facts about 2,000 entities,
-each in one of four slots and some rewritten as new versions (33%), a summary per session (5%), and
+each in one of the entity's four slots (a slot's newest fact is its current one) and one in ten
+rewriting an earlier fact as its new version (33%), a summary per session (5%), and
 tagged facts; dated over two years. Texts are built from a pool of distinct base sentences
 (evals/bench_recall.base_sentences) with row-specific words, so the lexical arm sees distinct rows.
 
@@ -61,7 +62,8 @@ def scale_records(size: int, pool: list[str], seed: int = 5) -> Iterator[tuple[M
             source = f"f{rng.randrange(i)}" if i > 100 and rng.random() < 0.1 else f"f{i}"
             rec = MemoryRecord(table="facts", source_id=source, content=f"{entity}: {pool[b]} #{i}",
                                created_at=when, org=ORG, workspace=WS, agent=AGENT, kind="fact",
-                               entity=entity, slot=rng.choice(SLOTS), tags=[rng.choice(_EXTRA), words.split()[0]])
+                               entity=entity, slot=f"{entity}.{rng.choice(SLOTS)}",
+                               tags=[rng.choice(_EXTRA), words.split()[0]])
         else:
             rest = " ".join(pool[rng.randrange(len(pool))] + "." for _ in range(3))
             rec = MemoryRecord(table="summaries", source_id=f"S{i}", content=f"{pool[b]}. {rest} ({words})",

@@ -133,6 +133,20 @@ def _semantic_arm(settings: Settings) -> Any:
         return None
 
 
+def _warm_lexical(store: Any, schema: str | None) -> None:
+    """The partition's BM25 postings, loaded on a background thread rather than by the first recall."""
+    from recallfs.query.lexical import warm
+
+    def run() -> None:
+        try:
+            if schema is not None:
+                warm(store, schema)
+        except Exception:
+            log.exception("could not load the full-text postings ahead of the first recall")
+
+    threading.Thread(target=run, name="recallfs-lexical-warm", daemon=True).start()
+
+
 def _owner_of(store: Path) -> str:
     from recallfs.mount.control import ControlError, request
 
@@ -186,9 +200,11 @@ def serve(config: MountConfig) -> int:
         if not store.read_only:
             repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
         semantic = _semantic_arm(cfg)
+        schema = store.schema_for(config.principal)
+        _warm_lexical(store, schema)
         if semantic is not None:
             # beside the model's load: hybrid-ready without a slow first recall
-            semantic.warm_indexes(store, store.schema_for(config.principal))
+            semantic.warm_indexes(store, schema)
         ops = _make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do
         # allow_other lets the mapped users in; default_permissions (always on) makes the kernel check

@@ -92,10 +92,14 @@ class Bm25Scores:
     """One query's BM25 over a table: the indexed rows (`main`) and the delta, if any, on one scale."""
 
     def __init__(self, main: Postings, scores: np.ndarray, delta: Postings | None, delta_scores: np.ndarray | None,
-                 ceiling: float) -> None:
+                 ceiling: float, stems: list[str]) -> None:
         self.main, self.scores = main, scores
         self.delta, self.delta_scores = delta, delta_scores
         self.ceiling = ceiling
+        # Every stem of the query is a term of the index or the delta: what BM25 does not find among the
+        # caller's rows, no row holds as a word (a substring pass could only find it inside other words).
+        self.knows_every_stem = bool(stems) and all(
+            st in main.vocab or (delta is not None and st in delta.vocab) for st in stems)
 
     def any(self) -> bool:
         return bool(self.scores.any()) or (self.delta_scores is not None and bool(self.delta_scores.any()))

@@ -267,3 +267,14 @@ def test_stems_per_term_are_the_stems_of_the_whole_query(store, query):
     whole = cur.execute(f"SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter')", [" ".join(terms)]).fetchall()
     assert index_stems(cur, fts, terms) == sorted(str(r[0]) for r in whole if r[0])
     assert index_stems(cur, fts, terms) == index_stems(cur, fts, list(reversed(terms)))  # cached, any order
+
+
+def test_a_known_word_the_caller_cannot_read_sends_no_substring_scan(store):
+    """BM25 finds "fisher" only in scout's private fact; the tester's "kingfisher" holds it inside a longer
+    word. Every query word being a term of the index, nothing is scanned by substring (at 300k rows such a
+    scan took ~0.5 s per table), and no memory matches. A word the index never saw still is scanned."""
+    ingest_records(store, [parse_record(fact("p1", "A fisher mended nets on the pier", visibility="private"),
+                                        org="acme", workspace="proj", agent="scout"),
+                           *_records([fact("k1", "The kingfisher nests by the canal")])], embedder=None)
+    assert recall(store, ME, "fisher", arm="lexical").hits == []
+    assert [h.row["source_id"] for h in recall(store, ME, "東京タワー", arm="lexical").hits] == ["f5"]
