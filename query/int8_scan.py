@@ -58,11 +58,13 @@ class Int8Scan:
             return
         x = np.asarray(matrix, dtype=np.float32)
         if self.scale == 0.0:
-            peak = float(np.abs(x).max())
+            peak = max(float(np.abs(x[at: at + _DECODE_CHUNK]).max()) for at in range(0, len(x), _DECODE_CHUNK))
             self.scale = _LEVELS / peak if peak > 0 else 1.0
         start = self.ntotal
-        # round here: FAISS's encoder truncates, and the residual is measured on what it holds anyway
-        self.index.add(np.clip(np.rint(x * self.scale), -_LEVELS, _LEVELS))
+        # round here: FAISS's encoder truncates, and the residual is measured on what it holds anyway;
+        # a block at a time (the whole of a large table at once took several times its size in temporaries)
+        for at in range(0, len(x), _DECODE_CHUNK):
+            self.index.add(np.clip(np.rint(x[at: at + _DECODE_CHUNK] * self.scale), -_LEVELS, _LEVELS))
         for at in range(0, len(x), _DECODE_CHUNK):
             part = x[at: at + _DECODE_CHUNK]
             held = self.index.reconstruct_n(start + at, len(part)) / self.scale
