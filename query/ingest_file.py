@@ -116,8 +116,8 @@ def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str
 def _not_indexed(store: Store, report: IngestReport, detail: str) -> str:
     return (f"the disk holding {store.path} is full ({detail}): the ingest itself was written "
             f"({report.written} written, {report.unchanged} unchanged), but the full-text index was not rebuilt, so "
-            "recall finds the new records by substring until it is; free some space and run the same ingest "
-            "again: it writes nothing twice and rebuilds the index")
+            "recall finds the new records from an in-memory delta (by substring in a table never indexed) until it "
+            "is; free some space and run the same ingest again: it writes nothing twice and rebuilds the index")
 
 
 def _not_embedded(store: Store, report: IngestReport, detail: str) -> str:
