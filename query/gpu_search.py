@@ -11,15 +11,21 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.query.flat_vectors import FlatVectors
+
 _GPU_K_MAX = 2048  # the GPU flat search's limit on k
 _RESOURCES: Any = None
 
 
-def gpu_copy(faiss: Any, cpu_index: Any) -> Any:
+def gpu_copy(faiss: Any, vectors: FlatVectors) -> Any:
+    """A GPU flat index of the same vectors in the same positions, filled a block at a time."""
     global _RESOURCES
     if _RESOURCES is None:
         _RESOURCES = faiss.StandardGpuResources()
-    return faiss.index_cpu_to_gpu(_RESOURCES, 0, cpu_index)
+    gpu = faiss.GpuIndexFlatIP(_RESOURCES, vectors.dim)
+    for block in vectors.blocks():
+        gpu.add(block)
+    return gpu
 
 
 def gpu_flat_search(

@@ -1,5 +1,11 @@
-"""A table's FAISS index on disk: `<store>.faiss/<schema>.<table>.index`, its chunk map and its stamp,
-written and verified through query/faiss_files.py (checksums, atomic renames)."""
+"""A table's vector index on disk: `<store>.faiss/<schema>.<table>.vectors.npy` (the window vectors,
+query/flat_vectors.py), its chunk map and its stamp, written and verified through query/faiss_files.py
+(checksums, atomic renames). A large table's vectors file is left on disk and read as rows are asked for.
+
+Before 2026-11-27 the vectors were a FAISS flat index file, `<schema>.<table>.index`, read whole into
+memory whatever its size. Its stamp lacks FILE_FORMAT, so it is stale: the index is rebuilt once from
+DuckDB's vectors (no embedding), and the old file is removed when the new one is saved.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +17,14 @@ from typing import Any
 import numpy as np
 
 from recallfs.query import faiss_files
+from recallfs.query.flat_vectors import FlatVectors
 from recallfs.query.store import Store
-from recallfs.query.window_index import TableIndex, faiss_module
+from recallfs.query.window_index import TableIndex
 from recallfs.query.window_map import Stamp, is_window_map
 
 log = logging.getLogger("recallfs.vectors")
+
+FILE_FORMAT = "npy-float32"  # in the stamp: files of the FAISS format before it are stale
 
 
 def index_dir(store: Store) -> Path:
@@ -25,8 +34,12 @@ def index_dir(store: Store) -> Path:
 def index_paths(store: Store, schema: str, table: str) -> tuple[Path, Path, Path]:
     """The index, its stamp and its chunk map."""
     base = index_dir(store)
-    return (base / f"{schema}.{table}.index", base / f"{schema}.{table}.stamp.json",
+    return (base / f"{schema}.{table}.vectors.npy", base / f"{schema}.{table}.stamp.json",
             base / f"{schema}.{table}.chunks.npy")
+
+
+def _legacy_path(store: Store, schema: str, table: str) -> Path:
+    return index_dir(store) / f"{schema}.{table}.index"
 
 
 def load_index(store: Store, schema: str, table: str, stamp: Stamp) -> tuple[TableIndex | None, str | None]:
@@ -35,15 +48,15 @@ def load_index(store: Store, schema: str, table: str, stamp: Stamp) -> tuple[Tab
     an index that is behind."""
     index_path, stamp_path, map_path = index_paths(store, schema, table)
     stamp = _behind(stamp_path, stamp) or stamp
-    loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), faiss_module().read_index,
+    loaded = faiss_files.load(index_path, stamp_path, _stamp_dict(stamp), FlatVectors.open,
                               map_path, _read_map)
     if loaded.unverified:
         log.info("rebuilding FAISS index %s: written without a checksum (an older recallfs)", index_path)
     if loaded.index is None:
         return None, loaded.damage
-    index = loaded.index
-    if int(index.ntotal) != stamp.count or int(index.d) != stamp.dim:
-        return None, f"the index holds {int(index.ntotal)} {int(index.d)}-d vectors, its stamp says " \
+    index: FlatVectors = loaded.index
+    if index.ntotal != stamp.count or index.dim != stamp.dim:
+        return None, f"the index holds {index.ntotal} {index.dim}-d vectors, its stamp says " \
                      f"{stamp.count} {stamp.dim}-d"
     if not is_window_map(loaded.chunk_map, stamp.count):
         return None, f"the chunk map does not fit the index's {stamp.count} vectors"
@@ -70,8 +83,8 @@ def save_index(store: Store, schema: str, table: str, entry: TableIndex) -> None
     maps: list[np.ndarray] = []
 
     def write_index(tmp: str) -> None:
-        with entry.lock:  # the stamp and chunk map that go with exactly the rows written
-            faiss_module().write_index(entry.cpu, tmp)
+        with entry.lock, open(tmp, "wb") as fh:  # the stamp and chunk map that go with exactly the rows written
+            entry.vectors.write(fh)
             written.update(_stamp_dict(entry.stamp))
             maps.append(entry.rids)  # add() replaces the array, never changes it
 
@@ -81,8 +94,25 @@ def save_index(store: Store, schema: str, table: str, entry: TableIndex) -> None
 
     try:
         faiss_files.save(index_path, stamp_path, write_index, written, map_path, write_map)
+        _legacy_path(store, schema, table).unlink(missing_ok=True)
     except (OSError, RuntimeError) as exc:  # a read-only directory: the index stays in memory
         log.warning("cannot persist FAISS index under %s: %s", index_path.parent, exc)
+        return
+    _map_saved(entry, index_path, len(maps[0]))
+
+
+def _map_saved(entry: TableIndex, path: Path, count: int) -> None:
+    """Serve the windows just written from the file, so that the in-memory tail does not keep growing."""
+    try:
+        saved = FlatVectors.open(str(path))
+    except (OSError, ValueError) as exc:  # replaced or removed meanwhile: keep what is held
+        log.info("vectors %s not reopened after saving: %s", path, exc)
+        return
+    with entry.lock:
+        # the file is still the one written (not another process's newer save of other rows)
+        probe = np.array([0, count // 2, count - 1], dtype=np.int64) if count else np.zeros(0, dtype=np.int64)
+        if saved.ntotal == count == entry.ntotal and np.array_equal(saved.gather(probe), entry.vectors.gather(probe)):
+            entry.vectors = saved
 
 
 def _read_map(path: str) -> np.ndarray:
@@ -92,4 +122,4 @@ def _read_map(path: str) -> np.ndarray:
 
 
 def _stamp_dict(stamp: Stamp) -> dict[str, Any]:
-    return {name: getattr(stamp, name) for name in Stamp.__dataclass_fields__}
+    return {**{name: getattr(stamp, name) for name in Stamp.__dataclass_fields__}, "file": FILE_FORMAT}

@@ -38,12 +38,13 @@ def attach_lists(entry: TableIndex, base: Path | None) -> str | None:
     else:
         changed = True  # the entry's own lists, extended by add() since they were saved (if they were)
     if lists is not None and lists.count < entry.ntotal:
-        lists.extend(faiss_module(), entry.stored_from(lists.count))
+        for block in entry.vectors.blocks(lists.count):
+            lists.extend(faiss_module(), block)
         changed = True
     if lists is None or lists.stale(entry.ntotal):
         lists, changed = _train(entry), True
     if lists.codes is None or lists.codes.ntotal != lists.count:
-        lists.encode(faiss_module(), entry.stored_from(0))
+        lists.encode(faiss_module(), entry.vectors)
     entry.lists = lists
     if base is not None and changed:
         _save(entry, lists, base)
@@ -54,7 +55,7 @@ def _train(entry: TableIndex) -> IvfLists:
     faiss = faiss_module()
     faiss.omp_set_num_threads(os.cpu_count() or 1)  # a one-off build: every core (searches use one)
     try:
-        lists = IvfLists.train(faiss, entry.stored_from(0))
+        lists = IvfLists.train(faiss, entry.vectors)
     finally:
         faiss.omp_set_num_threads(1)
     log.info("trained %d inverted lists over %d windows", lists.nlist, lists.count)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.query.flat_vectors import FlatVectors
 from recallfs.query.ivf_codes import IvfCodes
 
 ANN_MIN = 20_000  # windows: smaller tables are scanned whole (well under a millisecond)
@@ -75,16 +76,17 @@ class IvfLists:
         return int(self.assigned.shape[0])
 
     @classmethod
-    def train(cls, faiss: Any, vectors: np.ndarray, *, seed: int = 1234) -> IvfLists:
+    def train(cls, faiss: Any, vectors: FlatVectors, *, seed: int = 1234) -> IvfLists:
         """k-means on an even sample of the vectors (deterministic: the same table trains the same lists)."""
-        n, dim = vectors.shape
+        n, dim = vectors.ntotal, vectors.dim
         nlist = max(1, min(list_count(n), n // TRAIN_PER_LIST))  # k-means needs points for every centroid
         take = min(n, TRAIN_PER_LIST * nlist)
-        sample = vectors[np.linspace(0, n - 1, take).astype(np.int64)] if take < n else vectors
+        sample = vectors.rows(np.unique(np.linspace(0, n - 1, take).astype(np.int64)))
         kmeans = faiss.Kmeans(dim, nlist, niter=KMEANS_ITERATIONS, spherical=True, seed=seed, verbose=False)
         kmeans.train(np.ascontiguousarray(sample, dtype=np.float32))
         lists = cls(kmeans.centroids, np.zeros(0, dtype=np.int32), n)
-        lists.extend(faiss, vectors)
+        for block in vectors.blocks():
+            lists.extend(faiss, block)
         return lists
 
     def extend(self, faiss: Any, vectors: np.ndarray) -> None:
@@ -98,10 +100,14 @@ class IvfLists:
             self.codes.add(vectors, nearest[:, 0])
         self.assigned = np.concatenate([self.assigned, nearest[:, 0].astype(np.int32)])
 
-    def encode(self, faiss: Any, vectors: np.ndarray) -> None:
-        """The int8 codes of every assigned window (`vectors`: all of them, in position order)."""
+    def encode(self, faiss: Any, vectors: FlatVectors) -> None:
+        """The int8 codes of every assigned window, read a block at a time."""
         codes = IvfCodes(faiss, self.centroids)
-        codes.add(vectors[: self.count], self.assigned)
+        for block in vectors.blocks():
+            if codes.ntotal >= self.count:
+                break
+            block = block[: self.count - codes.ntotal]
+            codes.add(block, self.assigned[codes.ntotal: codes.ntotal + len(block)])
         self.codes = codes
 
     def stale(self, windows: int) -> bool:

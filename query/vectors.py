@@ -28,14 +28,15 @@ from recallfs.query.background_sample import spread_sample
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
-from recallfs.query.index_files import index_dir, index_paths, load_index, save_index
+from recallfs.query.flat_vectors import FlatVectors
+from recallfs.query.index_files import index_dir, load_index, save_index
 from recallfs.query.ivf_files import attach_lists
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.repairs import REPAIRS, Repair
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import VECTORS, StoredModel, stored_model
 from recallfs.query.vector_rows import current_stamp, load_vectors
-from recallfs.query.window_index import Stamp, TableIndex, faiss_module
+from recallfs.query.window_index import Stamp, TableIndex
 
 __all__ = ["VectorIndexes", "cos01", "current_stamp", "ensure_indexes", "index_dir", "shared_indexes"]
 
@@ -45,9 +46,6 @@ REPAIRS_KEPT = 20
 
 
 # -- FAISS indexes ----------------------------------------------------------------------------------
-_faiss = faiss_module
-
-
 def cos01(inner: np.ndarray) -> np.ndarray:
     """Inner product of unit vectors (cosine, -1..1) mapped to 0..1."""
     out: np.ndarray = np.clip((np.asarray(inner, dtype=np.float32) + 1.0) / 2.0, 0.0, 1.0)
@@ -137,7 +135,7 @@ class VectorIndexes:
 
     def _attach_lists(self, store: Store, schema: str, table: str, entry: TableIndex) -> None:
         """A large table's inverted lists, loaded, extended or trained (query/ivf_files.py)."""
-        base = index_paths(store, schema, table)[0].with_suffix("") if self.persist else None
+        base = index_dir(store) / f"{schema}.{table}" if self.persist else None
         with entry.lock:
             damage = attach_lists(entry, base)
         if damage is not None:
@@ -164,12 +162,9 @@ class VectorIndexes:
         return row is not None and old.count + int(row[0]) == new.count
 
     def _build(self, store: Store, schema: str, table: str, stamp: Stamp) -> TableIndex:
-        faiss = _faiss()
         rids, matrix = load_vectors(store.cursor(), schema, table, stamp.model, stamp.dim)
-        index = faiss.IndexFlatIP(stamp.dim)  # ids are window positions; `rids` maps them to rows
-        if len(rids):
-            index.add(matrix)
-        entry = TableIndex(index, rids, stamp)
+        # positions are window positions; `rids` maps them to rows
+        entry = TableIndex(FlatVectors.in_memory(matrix.reshape(-1, stamp.dim)), rids, stamp)
         self.rebuilds += 1
         log.info("built FAISS index %s.%s: %d vectors", schema, table, len(rids))
         self._save(store, schema, table, entry)

@@ -1,9 +1,10 @@
-"""One (partition, table) FAISS index over the windows of memories (query/chunks.py).
+"""One (partition, table) vector index over the windows of memories (query/chunks.py).
 
-A flat inner-product index holds one vector per window; its ids are positions, and `rids[pos]` (the
-chunk map, persisted beside the index: query/vectors.py) names the memory a window belongs to. Windows
-go in ordered by (rid, chunk) and only higher rids are appended, so the map is non-decreasing and a
-row's windows sit next to one another, its first window first.
+The window vectors (query/flat_vectors.py: the saved file, on disk for a large table, and an in-memory
+tail) are held by position, and `rids[pos]` (the chunk map, persisted beside them: query/index_files.py)
+names the memory a window belongs to. Windows go in ordered by (rid, chunk) and only higher rids are
+appended, so the map is non-decreasing and a row's windows sit next to one another, its first window
+first.
 
 - Authorization: the gate's allowed rids become a bitmap over window positions through the map, so a
   window of a row the caller may not read is never scored.
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.ann_search import Readable, approximate_top
+from recallfs.query.flat_vectors import FlatVectors
 from recallfs.query.gpu_search import gpu_copy, gpu_flat_search
 from recallfs.query.int8_scan import INT8_SCAN_MIN, Int8Scan, exact_top
 from recallfs.query.ivf_lists import IvfLists
@@ -43,12 +45,13 @@ def faiss_module() -> Any:
 
 
 class TableIndex:
-    """The CPU flat index and its chunk map; inverted lists over it when the table is large
+    """The window vectors and their chunk map; inverted lists over them when the table is large
     (query/ivf_lists.py, set by query/vectors.py); an int8 copy scanned first by an exact search of a
     large table (query/int8_scan.py); a GPU copy when a GPU is present."""
 
-    def __init__(self, cpu: Any, rids: np.ndarray, stamp: Stamp, *, int8_scan_min: int = INT8_SCAN_MIN) -> None:
-        self.cpu = cpu
+    def __init__(self, vectors: FlatVectors, rids: np.ndarray, stamp: Stamp, *,
+                 int8_scan_min: int = INT8_SCAN_MIN) -> None:
+        self.vectors = vectors
         self.rids = np.ascontiguousarray(rids, dtype=np.int64)  # window position -> rid
         self.stamp = stamp
         self.lock = threading.Lock()
@@ -63,7 +66,7 @@ class TableIndex:
 
     @property
     def ntotal(self) -> int:
-        return int(self.cpu.ntotal)
+        return self.vectors.ntotal
 
     def ids(self) -> np.ndarray:
         """The rid of each window (the chunk map)."""
@@ -120,24 +123,12 @@ class TableIndex:
 
     def _gather(self, positions: np.ndarray) -> np.ndarray:
         """vectors_at() for a caller that holds the lock."""
-        return np.array(self._stored()[positions], dtype=np.float32)
-
-    def stored_from(self, start: int) -> np.ndarray:
-        """The stored vectors from window `start` on, in place (a view: only under the lock)."""
-        return self._stored()[start:]
-
-    def _stored(self) -> np.ndarray:
-        """The flat index's vectors in place (a view: valid until the next add, so only under the lock)."""
-        faiss = faiss_module()
-        flat = faiss.downcast_index(self.cpu)
-        dim = int(self.cpu.d)
-        out: np.ndarray = faiss.rev_swig_ptr(flat.get_xb(), self.ntotal * dim).reshape(self.ntotal, dim)
-        return out
+        return self.vectors.gather(positions)
 
     def add(self, rids: np.ndarray, matrix: np.ndarray, stamp: Stamp) -> None:
         """Append windows of rows above every rid the index holds."""
         if len(rids):
-            self.cpu.add(np.ascontiguousarray(matrix, dtype=np.float32))
+            self.vectors.add(matrix)
             self.rids = np.concatenate([self.rids, np.asarray(rids, dtype=np.int64)])
             if self._int8 is not None:
                 self._int8.add(matrix)
@@ -152,8 +143,9 @@ class TableIndex:
         if self.ntotal < self.int8_scan_min:
             return None
         if self._int8 is None or self._int8.ntotal != self.ntotal:
-            coarse = Int8Scan(faiss_module(), int(self.cpu.d))
-            coarse.add(self._stored())
+            coarse = Int8Scan(faiss_module(), self.vectors.dim)
+            for block in self.vectors.blocks():
+                coarse.add(block)
             self._int8 = coarse
         return self._int8
 
@@ -208,19 +200,17 @@ class TableIndex:
                                     lambda: self._selector(allowed))
             if found is not None:
                 return self.rids[found[0]], found[1], found[2]
-        sel = self._selector(allowed)
         coarse = self._int8_scan()
         if coarse is not None:
-            proven = exact_top(coarse, q, k, sel, lambda positions: self._gather(positions) @ q[0])
+            proven = exact_top(coarse, q, k, self._selector(allowed), lambda positions: self._gather(positions) @ q[0])
             if proven is not None:
                 return self.rids[proven[0]], proven[1], "exact (int8 scan, proven)"
-        scores, pos = self.cpu.search(q, k, params=faiss_module().SearchParameters(sel=sel))
-        keep = pos[0] >= 0
-        return self.rids[pos[0][keep]], scores[0][keep], "exact"
+        positions, scores = self.vectors.top(q[0], k, self._readable(allowed)[0].mask)
+        return self.rids[positions], scores, "exact"
 
     def _search_gpu(self, q: np.ndarray, allowed: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, str]:
         """The GPU copy of the flat index (query/gpu_search.py); the CPU path when the scope is too narrow."""
         if self._gpu is None:
-            self._gpu = gpu_copy(faiss_module(), self.cpu)
+            self._gpu = gpu_copy(faiss_module(), self.vectors)
         found = gpu_flat_search(self._gpu, self.rids, q, allowed, k)
         return (*found, "exact (gpu)") if found is not None else self._search_cpu(q, allowed, k, False)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from recallfs.query.ann_search import Readable, top_k
+from recallfs.query.flat_vectors import FlatVectors
 from recallfs.query.ivf_lists import EXACT_MAX, MIN_LISTS, IvfLists, list_count, lists_to_probe
 from recallfs.query.window_index import Stamp, TableIndex, faiss_module
 
@@ -65,12 +66,10 @@ def _clustered(seed: int) -> tuple[np.ndarray, np.ndarray]:
 def table() -> tuple[TableIndex, np.ndarray, np.ndarray]:
     faiss = faiss_module()
     x, labels = _clustered(7)
-    flat = faiss.IndexFlatIP(DIM)
-    flat.add(x)
     rids = np.arange(1, N + 1, dtype=np.int64) * 3  # rids are not positions
-    entry = TableIndex(flat, rids, Stamp("u", "m", DIM, 1, N, int(rids[-1])))
-    lists = IvfLists.train(faiss, x)
-    lists.encode(faiss, x)
+    entry = TableIndex(FlatVectors.in_memory(x.copy()), rids, Stamp("u", "m", DIM, 1, N, int(rids[-1])))
+    lists = IvfLists.train(faiss, entry.vectors)
+    lists.encode(faiss, entry.vectors)
     entry.lists = lists
     return entry, x, labels
 
@@ -143,11 +142,9 @@ def test_readable_counts_per_list(table):
 def test_appended_windows_are_assigned_and_found(table):
     faiss = faiss_module()
     entry, x, _ = table
-    flat = faiss.IndexFlatIP(DIM)
-    flat.add(x)
-    grown = TableIndex(flat, entry.rids.copy(), entry.stamp)
+    grown = TableIndex(FlatVectors.in_memory(x.copy()), entry.rids.copy(), entry.stamp)
     lists = IvfLists(entry.lists.centroids, entry.lists.assigned.copy(), entry.lists.trained_on)
-    lists.encode(faiss, x)
+    lists.encode(faiss, grown.vectors)
     grown.lists = lists
     extra = x[:50] * -1.0  # far from everything before: only found if appended to the lists and codes
     new_rids = np.arange(50, dtype=np.int64) + int(entry.rids[-1]) + 1

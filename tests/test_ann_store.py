@@ -13,9 +13,11 @@ import json
 import logging
 from pathlib import Path
 
+import faiss
+import numpy as np
 import pytest
 
-from recallfs.query import ann_search, ivf_files, ivf_lists
+from recallfs.query import ann_search, flat_vectors, ivf_files, ivf_lists
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
 from recallfs.query.records import parse_record
@@ -57,6 +59,7 @@ def small_thresholds(monkeypatch):
     monkeypatch.setattr(ann_search, "EXACT_MAX", 20)
     monkeypatch.setattr(ann_search, "PROBE_WINDOWS", 40)
     monkeypatch.setattr(ann_search, "PROBE_PER_HIT", 2)
+    monkeypatch.setattr(flat_vectors, "RESIDENT_MAX", 0)  # every saved table's vectors stay on disk
 
 
 @pytest.fixture
@@ -123,3 +126,40 @@ def test_recall_reports_the_path_and_the_lists_find_what_the_exact_scan_finds(st
     assert all("vet" in h.row["content"] for h in fast.hits[:3])
     # scout's private turns are never among the hits, whichever path found them
     assert not any(h.row.get("visibility") == "private" for h in fast.hits + slow.hits)
+
+
+def test_saved_vectors_stay_on_disk_and_an_extended_index_is_read_from_its_new_file(store, minilm):
+    built = _turns_index(store, VectorIndexes())
+    assert built.vectors.on_disk == built.ntotal  # saved, then served from the file
+    loaded = _turns_index(store, VectorIndexes())
+    assert loaded.vectors.on_disk == loaded.ntotal  # a new process leaves them there
+    assert (loaded.vectors.gather(np.arange(loaded.ntotal)) == built.vectors.gather(np.arange(built.ntotal))).all()
+
+    _ingest(store, _records(ROWS, 24), minilm)
+    indexes = VectorIndexes()
+    grown = _turns_index(store, indexes)  # behind by the ingest: loaded, extended, saved, read from disk again
+    assert indexes.rebuilds == 0 and grown.ntotal > loaded.ntotal and grown.vectors.on_disk == grown.ntotal
+    hits = recall(store, ME, "rowing on the lake", semantic=SemanticSearch(minilm, indexes=indexes))
+    assert hits.hits
+
+
+def test_an_index_file_of_the_faiss_format_is_rebuilt_once_and_removed(store, minilm, caplog):
+    caplog.set_level(logging.INFO, logger="recallfs.vectors")
+    schema = store.schema_for(ME)
+    built = _turns_index(store, VectorIndexes())
+    folder = index_dir(store)
+    # what recallfs wrote before the vectors were left on disk: a FAISS flat index, a stamp without "file"
+    flat = faiss.IndexFlatIP(built.vectors.dim)
+    flat.add(built.vectors.gather(np.arange(built.ntotal)))
+    faiss.write_index(flat, str(folder / f"{schema}.turns.index"))
+    (folder / f"{schema}.turns.vectors.npy").unlink()
+    stamp_path = folder / f"{schema}.turns.stamp.json"
+    stamp = json.loads(stamp_path.read_text())
+    del stamp["file"]
+    stamp_path.write_text(json.dumps(stamp))
+
+    indexes = VectorIndexes()
+    entry = _turns_index(store, indexes)
+    assert indexes.rebuilds == 1 and indexes.repairs == []  # an old format is not damage
+    assert not (folder / f"{schema}.turns.index").exists() and entry.vectors.on_disk == entry.ntotal
+    assert entry.lists is not None and _trained(caplog) == 1  # the lists fit the same windows: kept

@@ -53,7 +53,7 @@ def semantic_hits(store: Store, minilm: Embedder, indexes: VectorIndexes) -> lis
 
 
 def facts_index(store: Store) -> Path:
-    return index_dir(store) / f"{store.schema_for(ME)}.facts.index"
+    return index_dir(store) / f"{store.schema_for(ME)}.facts.vectors.npy"
 
 
 def flip_bytes(path: Path) -> None:
@@ -101,7 +101,7 @@ def test_a_damaged_index_is_rebuilt_and_reported(store, minilm, damage):
 
 def test_a_damaged_stamp_is_rebuilt_and_reported(store, minilm):
     before = semantic_hits(store, minilm, VectorIndexes())
-    stamp = facts_index(store).with_suffix(".stamp.json")
+    stamp = facts_index(store).parent / facts_index(store).name.replace(".vectors.npy", ".stamp.json")
     stamp.write_text("{not json")
     fresh = VectorIndexes()
     assert semantic_hits(store, minilm, fresh) == before
@@ -141,7 +141,7 @@ def test_a_mount_rebuilds_a_damaged_index_and_says_so(tmp_path):
     run_cli("ingest", str(write_jsonl(tmp_path / "m.jsonl", records())), env=env, check=True)
     run_cli("recall", question, env=env, check=True)  # builds and persists the FAISS indexes
     store_path = Path(env["RECALLFS_STORE"])
-    index = Path(f"{store_path}.faiss") / f"{_schema(store_path)}.facts.index"
+    index = Path(f"{store_path}.faiss") / f"{_schema(store_path)}.facts.vectors.npy"
     flip_bytes(index)
 
     mount = start_mount(tmp_path, env)

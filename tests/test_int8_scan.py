@@ -7,6 +7,7 @@ import faiss
 import numpy as np
 import pytest
 
+from recallfs.query.flat_vectors import FlatVectors
 from recallfs.query.int8_scan import Int8Scan, exact_top, proven
 from recallfs.query.window_index import Stamp, TableIndex
 from recallfs.query.window_map import rid_bitmap
@@ -99,9 +100,7 @@ def test_every_scanned_score_is_within_the_error_bound_also_past_the_first_scale
 
 
 def _table(x: np.ndarray, rids: np.ndarray, int8_scan_min: int) -> TableIndex:
-    flat = faiss.IndexFlatIP(x.shape[1])
-    flat.add(x)
-    return TableIndex(flat, rids, Stamp("u", "m", x.shape[1], 0, len(rids), int(rids.max())),
+    return TableIndex(FlatVectors.in_memory(x.copy()), rids, Stamp("u", "m", x.shape[1], 0, len(rids), int(rids.max())),
                       int8_scan_min=int8_scan_min)
 
 

@@ -180,7 +180,7 @@ def test_faiss_indexes_persist_and_follow_the_store(tmp_path, store, minilm):
     folder = index_dir(store)
     files = sorted(p.name for p in folder.iterdir())
     schema = store.schema_for(ME)
-    assert f"{schema}.facts.index" in files and f"{schema}.facts.stamp.json" in files
+    assert f"{schema}.facts.vectors.npy" in files and f"{schema}.facts.stamp.json" in files
     stamp = json.loads((folder / f"{schema}.facts.stamp.json").read_text())
     assert stamp["model"] == minilm.model_id and stamp["count"] > 0
 
@@ -197,7 +197,7 @@ def test_faiss_indexes_persist_and_follow_the_store(tmp_path, store, minilm):
     assert json.loads((folder / f"{schema}.facts.stamp.json").read_text())["count"] == stamp["count"] + 1
 
     # A deleted or damaged cache is rebuilt.
-    (folder / f"{schema}.facts.index").write_bytes(b"garbage")
+    (folder / f"{schema}.facts.vectors.npy").write_bytes(b"garbage")
     (folder / f"{schema}.facts.stamp.json").unlink()
     again = VectorIndexes()
     assert "f-boat" in source_ids(recall(store, ME, "does anyone own a boat", k=5, arm="semantic",

@@ -3,10 +3,10 @@ read in one gather for many rows (the also-scored rows of every calibrated recal
 
 from __future__ import annotations
 
-import faiss
 import numpy as np
 import pytest
 
+from recallfs.query.flat_vectors import FlatVectors
 from recallfs.query.window_index import Stamp, TableIndex
 
 
@@ -15,10 +15,8 @@ def _index(windows_per_row: list[int], dim: int = 8, seed: int = 3) -> tuple[Tab
     rids = np.repeat(np.arange(1, len(windows_per_row) + 1, dtype=np.int64) * 10, windows_per_row)
     vecs = rng.normal(size=(len(rids), dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    flat = faiss.IndexFlatIP(dim)
-    flat.add(vecs)
     stamp = Stamp("uuid", "model", dim, 0, len(rids), int(rids.max()))
-    return TableIndex(flat, rids, stamp), vecs
+    return TableIndex(FlatVectors.in_memory(vecs.copy()), rids, stamp), vecs
 
 
 def _one_by_one(rids: np.ndarray, window_rids: np.ndarray, vecs: np.ndarray, q: np.ndarray) -> dict[int, float]:
