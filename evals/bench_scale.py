@@ -65,6 +65,7 @@ class Daemon:
 
     def __init__(self, store: Path, work: Path, semantic: bool) -> None:
         self.path = work / "mnt"
+        self.store = store
         self.path.mkdir(parents=True, exist_ok=True)
         (work / "run").mkdir(exist_ok=True)
         self.env = {**os.environ, "RECALLFS_STORE": str(store), "RECALLFS_WORKSPACE": f"{ORG}/{WS}",
@@ -87,10 +88,14 @@ class Daemon:
         return mount if top else (mount.get("detail") or {})
 
     def wait_hybrid(self, timeout: float = 900) -> str:
+        """Poll the daemon's control socket from this process: a `recallfs status` per poll would start a
+        Python process every 50 ms and take a core from the start-up being timed."""
+        from recallfs.mount.control import request
+
         deadline = time.monotonic() + timeout
         reason = "?"
         while time.monotonic() < deadline:
-            detail = self.detail()
+            detail = (request(self.store, {"op": "ping"}, timeout=10) or {}).get("health") or {}
             reason = "ready" if not detail.get("degraded", True) else str(detail.get("degraded_reason"))
             if reason != "warming":
                 return reason

@@ -124,16 +124,13 @@ def _semantic_arm(settings: Settings) -> Any:
     try:
         from recallfs.query.semantic import SemanticSearch
 
-        arm = SemanticSearch.from_settings(settings)
-        if arm.embedder is not None:
-            arm.embedder.serve_queries()  # a long-lived process: trace the query graph once loaded
-        return arm
+        return SemanticSearch.from_settings(settings)
     except Exception:
         log.exception("the semantic arm could not be set up; recall runs lexically")
         return None
 
 
-def _warm_lexical(store: Any, schema: str | None) -> None:
+def _warm_lexical(store: Any, schema: str | None) -> threading.Thread:
     """The partition's BM25 postings, loaded on a background thread rather than by the first recall."""
     from recallfs.query.lexical import warm
 
@@ -144,7 +141,21 @@ def _warm_lexical(store: Any, schema: str | None) -> None:
         except Exception:
             log.exception("could not load the full-text postings ahead of the first recall")
 
-    threading.Thread(target=run, name="recallfs-lexical-warm", daemon=True).start()
+    thread = threading.Thread(target=run, name="recallfs-lexical-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def _serve_queries_after(semantic: Any, lexical: threading.Thread) -> None:
+    """Export the fast query graph (query/query_encoder.py: ~2 s of CPU) once the postings and the vector
+    indexes are loaded, not beside them: on two cores it delayed hybrid-ready at 1M memories. Recalls
+    before it embed their query through the stock model."""
+    def run() -> None:
+        lexical.join()
+        semantic.wait_indexes()
+        semantic.embedder.serve_queries()  # a long-lived process: trace the query graph once loaded
+
+    threading.Thread(target=run, name="recallfs-query-graph", daemon=True).start()
 
 
 def _owner_of(store: Path) -> str:
@@ -201,10 +212,12 @@ def serve(config: MountConfig) -> int:
             repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
         semantic = _semantic_arm(cfg)
         schema = store.schema_for(config.principal)
-        _warm_lexical(store, schema)
+        postings = _warm_lexical(store, schema)
         if semantic is not None:
             # beside the model's load: hybrid-ready without a slow first recall
             semantic.warm_indexes(store, schema)
+            if semantic.embedder is not None:
+                _serve_queries_after(semantic, postings)
         ops = _make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do
         # allow_other lets the mapped users in; default_permissions (always on) makes the kernel check

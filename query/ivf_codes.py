@@ -44,11 +44,13 @@ class IvfCodes:
             self.scale = _LEVELS / peak if peak > 0 else 1.0
         sw = self._faiss.swig_ptr
         for at in range(0, len(vectors), _BLOCK):
-            x = np.asarray(vectors[at: at + _BLOCK], dtype=np.float32)
-            codes = np.clip(np.rint(x * self.scale), -_LEVELS, _LEVELS).astype(np.float32)
-            ids = np.arange(self.ntotal, self.ntotal + len(x), dtype=np.int64)
+            codes = np.asarray(vectors[at: at + _BLOCK], dtype=np.float32) * np.float32(self.scale)
+            np.rint(codes, out=codes)  # in place: this runs over every window at start-up
+            np.minimum(codes, _LEVELS, out=codes)
+            np.maximum(codes, -_LEVELS, out=codes)
+            ids = np.arange(self.ntotal, self.ntotal + len(codes), dtype=np.int64)
             lists = np.ascontiguousarray(assigned[at: at + _BLOCK], dtype=np.int64)
-            self.index.add_core(len(x), sw(codes), sw(ids), sw(lists))
+            self.index.add_core(len(codes), sw(codes), sw(ids), sw(lists))
 
     def search(self, q: np.ndarray, lists: np.ndarray, want: int, sel: Any) -> np.ndarray:
         """Window positions of the `want` best selected windows of these lists, by their codes' scores

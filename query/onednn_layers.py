@@ -35,7 +35,8 @@ def onednn_linears(model: Any) -> Any:
     try:
         converted = copy.deepcopy(model)
         convert(converted)
-        kw: dict[str, Any] = {"batch_size": 8, "normalize_embeddings": True, "convert_to_numpy": True}
+        kw: dict[str, Any] = {"batch_size": 8, "normalize_embeddings": True, "convert_to_numpy": True,
+                              "show_progress_bar": False}  # no bar in the daemon's log
         agree = float(np.min(np.sum(np.asarray(model.encode(_PROBE, **kw)) *
                                     np.asarray(converted.encode(_PROBE, **kw)), axis=1)))
     except Exception as exc:  # an unusual model: keep the stock layers

@@ -95,6 +95,10 @@ class SemanticSearch:
 
         threading.Thread(target=warm, name="recallfs-index-warm", daemon=True).start()
 
+    def wait_indexes(self) -> None:
+        """Until warm_indexes() has loaded the indexes (or failed); at once when none was asked for."""
+        self._indexes_ready.wait()
+
     def query(self, text: str) -> QuerySearch:
         return QuerySearch(self, text)
 
