@@ -130,32 +130,30 @@ def _semantic_arm(settings: Settings) -> Any:
         return None
 
 
-def _warm_lexical(store: Any, schema: str | None) -> threading.Thread:
-    """The partition's BM25 postings, loaded on a background thread rather than by the first recall."""
+def _warm(store: Any, schema: str | None, semantic: Any) -> None:
+    """Load, ahead of the first recall, the partition's vector indexes and its BM25 postings on background
+    threads beside the model's load (the semantic arm says `warming` until both are in); then export the
+    fast query graph (query/query_encoder.py: ~2 s of CPU), which beside them delayed hybrid-ready at 1M
+    memories by ~1.3 s. Recalls before it embed their query through the stock model."""
     from recallfs.query.lexical import warm
 
-    def run() -> None:
+    def postings() -> None:
         try:
             if schema is not None:
                 warm(store, schema)
         except Exception:
             log.exception("could not load the full-text postings ahead of the first recall")
 
-    thread = threading.Thread(target=run, name="recallfs-lexical-warm", daemon=True)
-    thread.start()
-    return thread
+    if semantic is None:
+        threading.Thread(target=postings, name="recallfs-lexical-warm", daemon=True).start()
+        return
+    semantic.warm_indexes(store, schema, then=postings)
+    if semantic.embedder is not None:
+        def query_graph() -> None:
+            semantic.wait_indexes()
+            semantic.embedder.serve_queries()  # a long-lived process: trace the query graph once loaded
 
-
-def _serve_queries_after(semantic: Any, lexical: threading.Thread) -> None:
-    """Export the fast query graph (query/query_encoder.py: ~2 s of CPU) once the postings and the vector
-    indexes are loaded, not beside them: on two cores it delayed hybrid-ready at 1M memories. Recalls
-    before it embed their query through the stock model."""
-    def run() -> None:
-        lexical.join()
-        semantic.wait_indexes()
-        semantic.embedder.serve_queries()  # a long-lived process: trace the query graph once loaded
-
-    threading.Thread(target=run, name="recallfs-query-graph", daemon=True).start()
+        threading.Thread(target=query_graph, name="recallfs-query-graph", daemon=True).start()
 
 
 def _owner_of(store: Path) -> str:
@@ -212,12 +210,7 @@ def serve(config: MountConfig) -> int:
             repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
         semantic = _semantic_arm(cfg)
         schema = store.schema_for(config.principal)
-        postings = _warm_lexical(store, schema)
-        if semantic is not None:
-            # beside the model's load: hybrid-ready without a slow first recall
-            semantic.warm_indexes(store, schema)
-            if semantic.embedder is not None:
-                _serve_queries_after(semantic, postings)
+        _warm(store, schema, semantic)  # beside the model's load: hybrid-ready without a slow first recall
         ops = _make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do
         # allow_other lets the mapped users in; default_permissions (always on) makes the kernel check

