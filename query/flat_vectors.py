@@ -60,11 +60,13 @@ class FlatVectors:
             if os.fstat(fh.fileno()).st_size != offset + size:
                 raise ValueError("the file's size does not match its header")
             out = cls(int(shape[1]))
-            out._fd, out._offset, out._disk_count = os.dup(fh.fileno()), offset, int(shape[0])
+            out._fd, out._offset, out._disk_count = fh.fileno(), offset, int(shape[0])
+            if size <= (RESIDENT_MAX if resident_max is None else resident_max):
+                out._base = np.concatenate(list(out.blocks())) if shape[0] else out._base
+                out._fd, out._disk_count = -1, 0  # read: no descriptor kept (a daemon may serve many partitions)
+                return out
+            out._fd = os.dup(fh.fileno())
         weakref.finalize(out, os.close, out._fd)
-        if size <= (RESIDENT_MAX if resident_max is None else resident_max):
-            out._base = np.concatenate(list(out.blocks())) if shape[0] else out._base
-            out._disk_count = 0
         return out
 
     @property

@@ -4,6 +4,8 @@ same vectors in one numpy array."""
 
 from __future__ import annotations
 
+import gc
+import os
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +91,17 @@ def test_a_file_replaced_on_disk_keeps_serving_what_was_opened(tmp_path):
     replacement.replace(path)  # another process saved over it (an atomic rename)
     assert np.array_equal(np.concatenate(list(vectors.blocks())), x)
     assert np.array_equal(vectors.gather(np.arange(200)), x)
+
+
+def test_only_vectors_left_on_disk_keep_a_descriptor(tmp_path):
+    """A daemon serving many partitions holds three tables each: small ones are read and let go of."""
+    x = np.random.default_rng(3).normal(size=(100, DIM)).astype(np.float32)
+    path = str(_saved(tmp_path, x))
+    before = len(os.listdir("/proc/self/fd"))
+    small = [FlatVectors.open(path, 1 << 20) for _ in range(20)]
+    assert len(os.listdir("/proc/self/fd")) == before and all(v.on_disk == 0 for v in small)
+    large = [FlatVectors.open(path, 0) for _ in range(3)]
+    assert len(os.listdir("/proc/self/fd")) == before + 3
+    del large
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == before
