@@ -20,6 +20,7 @@ import numpy as np
 
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
+from recallfs.query.term_table import TermTable
 
 K1, B = 1.2, 0.75  # match_bm25's defaults
 
@@ -32,7 +33,7 @@ class Postings:
     """One FTS index in memory. Doc positions index `rids`; a term's postings are the slice
     `starts[t]:starts[t + 1]` of `docs` and `weights`."""
 
-    vocab: dict[str, int]
+    vocab: TermTable | dict[str, int]  # term -> row (a dict for a small delta: query/fts_delta.py)
     starts: np.ndarray  # int64, len(vocab) + 1
     docs: np.ndarray  # int32 doc positions, grouped by term
     weights: np.ndarray  # float64 BM25 weight of the term in the doc
@@ -110,30 +111,32 @@ def load_postings(cur: Cursor, fts: str) -> Postings:
     position[docids] = np.arange(len(docids))
     norm = K1 * ((1 - B) + B * (np.asarray(docs["len"], dtype=np.float64) / avgdl))  # by position
 
-    terms = cur.execute(f"SELECT termid, term, df FROM {fts}.dict ORDER BY termid").fetchnumpy()
+    terms = cur.execute(f"SELECT termid, term, df FROM {fts}.dict ORDER BY term").fetchnumpy()
     termids = np.asarray(terms["termid"], dtype=np.int64)
     row_of = np.full(int(termids.max()) + 1 if len(termids) else 0, -1, dtype=np.int64)
     row_of[termids] = np.arange(len(termids))
     df = np.asarray(terms["df"], dtype=np.float64)
     idf = np.log10(((num_docs - df) + 0.5) / (df + 0.5) + 1)  # DuckDB's log() is base 10
 
-    termid, docid, count = _term_frequencies(cur, fts)
-    t_rows = row_of[termid]
+    t_rows, docid, count = _term_frequencies(cur, fts, row_of)
     d_pos = position[docid]
     freq = count.astype(np.float64)
     weights = idf[t_rows] * (freq * (K1 + 1)) / (freq + norm[d_pos])
     starts = np.zeros(len(termids) + 1, dtype=np.int64)
     np.cumsum(np.bincount(t_rows, minlength=len(termids)), out=starts[1:])
-    vocab = {str(term): i for i, term in enumerate(terms["term"].tolist())}
+    words = [str(term) for term in terms["term"].tolist()]
+    # DuckDB orders strings by their bytes, as the table does; anything else falls back to a dict
+    vocab = TermTable(words) if TermTable.ascending(words) else {w: i for i, w in enumerate(words)}
     return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids)
 
 
-def _term_frequencies(cur: Cursor, fts: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(termid, docid, occurrences) of every (term, document) pair, ordered by termid then docid. Counted
-    here rather than by GROUP BY ... ORDER BY: the table is one row per token (7M for 600k turns), and the
-    raw read plus one sort of packed keys took 0.9 s against DuckDB's 2.1 s on one thread."""
+def _term_frequencies(cur: Cursor, fts: str, row_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term row, docid, occurrences) of every (term, document) pair, ordered by row (`row_of[termid]`)
+    then docid. Counted here rather than by GROUP BY ... ORDER BY: the table is one row per token (7M for
+    600k turns), and the raw read plus one sort of packed keys took 0.9 s against DuckDB's 2.1 s on one
+    thread."""
     raw = cur.execute(f"SELECT termid, docid FROM {fts}.terms").fetchnumpy()
-    key = (np.asarray(raw["termid"], dtype=np.int64) << 32) | np.asarray(raw["docid"], dtype=np.int64)
+    key = (row_of[np.asarray(raw["termid"], dtype=np.int64)] << 32) | np.asarray(raw["docid"], dtype=np.int64)
     del raw
     pairs, count = np.unique(key, return_counts=True)
     return pairs >> 32, pairs & 0xFFFFFFFF, count
