@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from recallfs.query import faiss_files
+from recallfs.query import faiss_files, flat_vectors
 from recallfs.query.flat_vectors import FlatVectors
 from recallfs.query.store import Store
 from recallfs.query.window_index import TableIndex
@@ -102,7 +102,11 @@ def save_index(store: Store, schema: str, table: str, entry: TableIndex) -> None
 
 
 def _map_saved(entry: TableIndex, path: Path, count: int) -> None:
-    """Serve the windows just written from the file, so that the in-memory tail does not keep growing."""
+    """Serve the windows just written from the file, so that the in-memory tail of a large table does not
+    keep growing. A table small enough to be held in memory keeps what it holds (reading the file back
+    would only copy the same vectors again after every ingest)."""
+    if count * entry.stamp.dim * 4 <= flat_vectors.RESIDENT_MAX:
+        return
     try:
         saved = FlatVectors.open(str(path))
     except (OSError, ValueError) as exc:  # replaced or removed meanwhile: keep what is held
