@@ -119,12 +119,27 @@ class FlatVectors:
             else:
                 yield np.concatenate([self._read_base(at, split), self._tail[: stop - split]])
 
+    def _views(self) -> Iterator[np.ndarray]:
+        """blocks() for a pass that keeps none of them: the resident windows are not copied."""
+        if self._disk_count:
+            yield from self.blocks()
+            return
+        split = self.base_count
+        for at in range(0, self.ntotal, BLOCK):
+            stop = min(at + BLOCK, self.ntotal)
+            if stop <= split:
+                yield self._base[at:stop]
+            elif at >= split:
+                yield self._tail[at - split: stop - split]
+            else:
+                yield np.concatenate([self._base[at:split], self._tail[: stop - split]])
+
     def rows(self, positions: np.ndarray) -> np.ndarray:
         """gather() for many positions in ascending order, read a block at a time (a training sample)."""
         positions = np.asarray(positions, dtype=np.int64)
         out = np.empty((len(positions), self.dim), dtype=np.float32)
         at = 0
-        for start, block in zip(range(0, self.ntotal, BLOCK), self.blocks(), strict=False):
+        for start, block in zip(range(0, self.ntotal, BLOCK), self._views(), strict=False):
             upto = int(np.searchsorted(positions, start + len(block)))
             out[at:upto] = block[positions[at:upto] - start]
             at = upto
@@ -135,12 +150,14 @@ class FlatVectors:
         position: the exact scan, a block at a time."""
         best_pos = np.zeros(0, dtype=np.int64)
         best = np.zeros(0, dtype=np.float32)
-        for start, block in zip(range(0, self.ntotal, BLOCK), self.blocks(), strict=False):
+        for start, block in zip(range(0, self.ntotal, BLOCK), self._views(), strict=False):
             keep = np.flatnonzero(mask[start: start + len(block)])
             if not len(keep):
                 continue
             best_pos = np.concatenate([best_pos, keep + start])
-            best = np.concatenate([best, block[keep] @ q])
+            # A scope that reads most of the block: one product over it beats copying the rows out first
+            dense = 4 * len(keep) >= len(block)
+            best = np.concatenate([best, (block @ q)[keep] if dense else block[keep] @ q])
             if len(best) > k:
                 cut = np.argpartition(-best, k - 1)[:k]
                 best_pos, best = best_pos[cut], best[cut]

@@ -38,9 +38,14 @@ class OnnxQueryEncoder:
         self._session = session
 
     def __call__(self, text: str) -> np.ndarray:
+        return self.run(self.features(text))
+
+    def features(self, text: str) -> dict[str, np.ndarray]:
         features = self._tokenize([text])
-        out = self._session.run(None, {"ids": features["input_ids"].numpy(),
-                                       "mask": features["attention_mask"].numpy()})
+        return {"ids": features["input_ids"].numpy(), "mask": features["attention_mask"].numpy()}
+
+    def run(self, features: dict[str, np.ndarray]) -> np.ndarray:
+        out = self._session.run(None, features)
         return np.ascontiguousarray(out[0][0], dtype=np.float32)
 
 

@@ -17,11 +17,13 @@ import numpy as np
 
 
 class QueryEmbedder(Protocol):
-    """What a PendingQuery asks of its embedder (query/embedder.Embedder)."""
+    """What a PendingQuery and a QueryVector ask of their embedder (query/embedder.Embedder)."""
 
     def embed_query(self, text: str, *, budget_ms: float | None = None) -> np.ndarray: ...
 
     def remember_query(self, text: str, vec: np.ndarray) -> None: ...
+
+    def start_query(self, text: str) -> PendingQuery: ...
 
 
 _WORKERS: weakref.WeakSet[Worker] = weakref.WeakSet()
@@ -107,3 +109,40 @@ class PendingQuery:
                 raise overran(budget_ms)
         self._embedder.remember_query(self._text, vec)
         return np.asarray(vec)
+
+
+class QueryVector:
+    """One recall's query embedding, shared by its threads: started ahead of need (start), joined under
+    the budget by the first thread that asks (get); the others wait for that one, and a failure is
+    raised again to each, so a timed-out embedding is not waited for twice."""
+
+    __slots__ = ("_budget_ms", "_embedder", "_failure", "_lock", "_pending", "_text", "value")
+
+    def __init__(self, embedder: QueryEmbedder | None, text: str, budget_ms: float | None) -> None:
+        self._embedder = embedder  # None: the arm has no model, and the vector is None
+        self._text = text
+        self._budget_ms = budget_ms
+        self._pending: PendingQuery | None = None  # the embedding start() began, until get() joins it
+        self._failure: BaseException | None = None
+        self._lock = threading.Lock()
+        self.value: np.ndarray | None = None
+
+    def start(self) -> None:
+        if self.value is None and self._pending is None and self._embedder is not None:
+            self._pending = self._embedder.start_query(self._text)
+
+    def get(self) -> np.ndarray | None:
+        if self.value is not None:
+            return self.value
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            if self.value is None and self._embedder is not None:
+                pending, self._pending = self._pending, None
+                try:
+                    self.value = (pending.result(self._budget_ms) if pending is not None
+                                  else self._embedder.embed_query(self._text, budget_ms=self._budget_ms))
+                except Exception as exc:
+                    self._failure = exc
+                    raise
+            return self.value

@@ -202,7 +202,15 @@ def _overlap(
     if semantic is None or not req.text.strip():
         return early, None
     semantic.prefetch(scope.store, scope.schema, scope.where, scope.params, scope.limit)
-    return early, partial(preload, scope, principal, options=req.options, trace=trace, into=early)
+
+    def between(tables: dict[int, str]) -> None:
+        preload(scope, principal, tables, req.options, trace, early)
+        if req.calibrated:  # the arm weighs the lexical hits too: their cosines, beside its own searches
+            found = {rid: table for rid, table in tables.items() if rid in early.allowed}
+            trace.timed("semantic", partial(semantic.prepare, scope.store, scope.schema, scope.where,
+                                            scope.params, scope.limit, found))
+
+    return early, between
 
 
 def _fuse(

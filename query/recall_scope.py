@@ -53,6 +53,12 @@ class SemanticQuery(Protocol):
         search_calibrated() will make with these arguments; they join it. Raises nothing."""
         ...
 
+    def prepare(self, store: Store, schema: str, where: str, params: list[object], limit: int,
+                found: dict[int, str]) -> None:
+        """Do now, beside the prefetched searches, what search_calibrated() will ask of the rows another
+        arm found (`found`: rid -> table, authorized), then help with the searches. Raises nothing."""
+        ...
+
     def vector(self) -> np.ndarray | None:
         """The query's embedding: the one a search computed, else computed now; None when the arm has
         no model. Raises as the searches do (TimeoutError past the budget)."""

@@ -1,12 +1,15 @@
 """One recall's use of the semantic arm (query/recall_scope.SemanticQuery): the query vector, the nearest
 readable rows of each table, and the floors a neighbour must clear to count as a hit.
 
-recall() starts the embedding and every table's search on worker threads before its lexical arm
-(`start`, `prefetch`); the searches it then makes join them and find their answers made.
+recall() starts the embedding and the tables' searches on a worker before its lexical arm (`start`,
+`prefetch`). Once its own work is done, recall's thread scores the lexical hits against the query and
+takes the searches the worker has not begun (`prepare`); the searches it then makes join them and find
+their answers made.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from recallfs.query.migrations import MEMORY_TABLES
-from recallfs.query.query_worker import PendingQuery
+from recallfs.query.query_worker import QueryVector
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import ModelMismatchError, StoredModel, mismatch_message
 from recallfs.ranking.calibration import semantic_score, similarity_z
@@ -44,7 +47,6 @@ PRIOR_MEAN, PRIOR_SD = 0.1, 0.1
 # torch release the GIL, so on two cores the query embedding and the scans overlap the BM25 arm.
 # A few threads, so that concurrent recalls in the daemon do not queue behind one another's scans.
 _PREFETCH = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-semantic")
-_SCANS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recallfs-semantic-scan")
 NearestKey = tuple[int, str, str, str, str, int]
 
 
@@ -59,27 +61,30 @@ class QuerySearch:
     the query's embedding computes it under the arm's budget, and the handle keeps it for the other
     tables and for the ranking stages."""
 
-    __slots__ = ("_failure", "_nearest", "_pending", "_prefetch", "_vector", "arm", "cosines", "paths", "text")
+    __slots__ = ("_backgrounds", "_found", "_handover", "_nearest", "_prefetch", "_query", "_unclaimed", "arm",
+                 "cosines", "paths", "text")
 
     def __init__(self, arm: SemanticSearch, text: str) -> None:
         self.arm = arm
         self.text = text
-        self._vector: np.ndarray | None = None
-        self._pending: PendingQuery | None = None  # the embedding start() began, until vector() joins it
+        self._query = QueryVector(arm.embedder, text, arm.budget_ms)
         self.cosines: dict[int, float] = {}  # rid -> the query's cosine, for every row a search scored
         # (store, schema, table, where, params, limit) -> the index's answer: rank fusion's relevance
         # (arms.calibrated_evidence) asks each table again with the same arguments
         self._nearest: dict[NearestKey, list[tuple[int, float]]] = {}
         self._prefetch: Future[None] | None = None  # the searches prefetch() began, until a search joins them
-        self._failure: BaseException | None = None  # why the query embedding failed (vector() raises it again)
         self.paths: dict[str, str] = {}  # table -> how its nearest rows were found (VectorIndexes.search)
+        # (store, schema, where, params) -> the query's background there, asked once for every table
+        self._backgrounds: dict[tuple[int, str, str, str], tuple[float, float] | None] = {}
+        self._found: dict[tuple[int, str, str], dict[int, float]] = {}  # (store, schema, table) -> rid -> cosine
+        self._handover = threading.Lock()  # recall's thread and the worker each take the next table to search
+        self._unclaimed = list(MEMORY_TABLES)  # taken from the end: turns, usually the largest table, first
 
     def start(self) -> None:
         """Begin the query embedding now, on the embedder's query worker, so that it runs while recall
         does its lexical work; vector() joins it with the same budget and errors (PendingQuery)."""
-        embedder = self.arm.embedder
-        if self._vector is None and self._pending is None and self.arm.enabled and embedder is not None:
-            self._pending = embedder.start_query(self.text)
+        if self.arm.enabled:
+            self._query.start()
 
     def prefetch(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
         """Start, on a worker thread, what every table's search will ask first: the query embedding,
@@ -90,17 +95,22 @@ class QuerySearch:
             self._prefetch = _PREFETCH.submit(self._search_all, store, schema, where, list(params), limit)
 
     def _search_all(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
-        """The embedding, then every table's search: the smaller tables on their own threads (_SCANS,
-        whose tasks never wait on anything), the last and largest one here."""
+        """The embedding, then the tables' searches, largest first, until recall's thread, done with its
+        own work, takes the rest (prepare): two threads share the searches. More threads only took turns
+        at the GIL beside recall's Python (three scans: ~3 ms for ~2 ms of work)."""
         try:
             self._embedded()
         except Exception:  # the joining search meets it again (vector() raises the same failure)
             return
-        *others, last = MEMORY_TABLES
-        rest = [_SCANS.submit(self._search_table, store, schema, t, where, params, limit) for t in others]
-        self._search_table(store, schema, last, where, params, limit)
-        for job in rest:
-            job.result()
+        self._search_claimed(store, schema, where, params, limit)
+
+    def _search_claimed(self, store: Store, schema: str, where: str, params: list[object], limit: int) -> None:
+        while True:
+            with self._handover:
+                if not self._unclaimed:
+                    return
+                table = self._unclaimed.pop()
+            self._search_table(store, schema, table, where, params, limit)
 
     def _search_table(self, store: Store, schema: str, table: str, where: str, params: list[object],
                       limit: int) -> None:
@@ -122,20 +132,8 @@ class QuerySearch:
         return self._embedded()
 
     def _embedded(self) -> np.ndarray | None:
-        """The query vector, computed (or joined) on first use; the worker's searches call this one."""
-        if self._failure is not None:
-            raise self._failure
-        if self._vector is None and self.arm.embedder is not None:
-            pending, self._pending = self._pending, None
-            try:
-                if pending is not None:
-                    self._vector = pending.result(self.arm.budget_ms)
-                else:
-                    self._vector = self.arm.embedder.embed_query(self.text, budget_ms=self.arm.budget_ms)
-            except Exception as exc:
-                self._failure = exc
-                raise
-        return self._vector
+        """The query vector, computed (or joined) on first use, by whichever thread asks first."""
+        return self._query.get()
 
     def search(
         self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
@@ -161,7 +159,7 @@ class QuerySearch:
         found = [(rid, score) for rid, score in found if score >= least]
         if not found:
             return []
-        background = None if alone else arm.background(store, schema, stored, where, params, qvec)
+        background = None if alone else self._background(store, schema, stored, where, params, qvec)
         if background is not None:
             mean, sd = background
             floor = (mean + arm.fused_min_z * sd + 1.0) / 2.0  # as a 0..1 score
@@ -190,9 +188,11 @@ class QuerySearch:
             return {}
         stored, qvec = ready
         arm = self.arm
-        mean, sd = arm.background(store, schema, stored, where, params, qvec) or (PRIOR_MEAN, PRIOR_SD)
+        mean, sd = self._background(store, schema, stored, where, params, qvec) or (PRIOR_MEAN, PRIOR_SD)
         found = self.nearest(store, schema, table, qvec, where, params, limit, stored)
         cosines = {rid: 2.0 * score01 - 1.0 for rid, score01 in found}
+        scored = self._found.get((id(store), schema, table), {})
+        cosines.update((rid, scored[rid]) for rid in also if rid in scored and rid not in cosines)
         cosines.update(self._cosines(store, schema, table, [rid for rid in also if rid not in cosines], qvec))
         floor = 2.0 * arm.min_score - 1.0  # the cosine floor, back on the -1..1 scale
         out: dict[int, float] = {}
@@ -202,6 +202,34 @@ class QuerySearch:
                 out[rid] = calibrated
                 self.cosines[rid] = cosine
         return out
+
+    def prepare(self, store: Store, schema: str, where: str, params: list[object], limit: int,
+                found: dict[int, str]) -> None:
+        """Work recall's thread does once its own is done, while the worker searches: the query's background,
+        its cosines to `found` (rid -> table: rows another arm found in this scope, authorized), then
+        the searches the worker has not begun. Waits for the embedding. Raises nothing: a search that
+        needs what failed here computes it again, and reports the failure."""
+        if self._prefetch is None:
+            return
+        try:
+            qvec = self._embedded()
+            stored = self.arm.indexes.stored(store)
+            if qvec is None or stored is None:
+                return
+            self._background(store, schema, stored, where, params, qvec)
+            for table in MEMORY_TABLES:
+                rids = [rid for rid, t in found.items() if t == table]
+                self._found[(id(store), schema, table)] = self._cosines(store, schema, table, rids, qvec)
+        except Exception:  # the search meets it again and reports it
+            return
+        self._search_claimed(store, schema, where, params, limit)
+
+    def _background(self, store: Store, schema: str, stored: StoredModel, where: str, params: list[object],
+                    qvec: np.ndarray) -> tuple[float, float] | None:
+        key = (id(store), schema, where, repr(params))
+        if key not in self._backgrounds:
+            self._backgrounds[key] = self.arm.background(store, schema, stored, where, params, qvec)
+        return self._backgrounds[key]
 
     def nearest(
         self, store: Store, schema: str, table: str, qvec: np.ndarray, where: str, params: list[object], limit: int,

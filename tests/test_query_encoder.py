@@ -92,6 +92,17 @@ def test_each_precision_gives_the_models_vectors(minilm, forced, text):
     assert np.abs(got - stock).max() < largest
 
 
+def test_a_started_query_is_tokenized_by_its_caller_and_run_as_a_whole_call_would(minilm, forced):
+    """start_query tokenizes on the calling thread and runs only the graph on the query worker (it then
+    needs the GIL only to return): the vector is the one the whole encode gives, on every fast path."""
+    emb = Embedder(encoder=minilm._require(), model_id=minilm.model_id)
+    emb._query_fast = forced  # this path, whichever the shared embedder serves
+    for text in QUERIES:
+        asked = f"started on the {forced.runtime} {forced.precision} path: {text}"  # not in the query cache
+        np.testing.assert_array_equal(forced.run(forced.features(asked)), forced(asked))
+        np.testing.assert_array_equal(emb.start_query(asked).result(60_000), forced(asked))
+
+
 @pytest.mark.parametrize(("ms_full", "ms_reduced", "reduced"), [
     (10.0, 5.7, True),  # the development machine's AVX512-BF16 EPYC
     (10.0, 7.6, True),  # just past 1.3x

@@ -20,6 +20,7 @@ from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.model_files import default_model_path
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
+from recallfs.query.semantic_query import QuerySearch
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import stored_model
 from recallfs.query.vector_write import embed_missing
@@ -401,16 +402,38 @@ class ThreadNotingIndexes(VectorIndexes):
         return super().search(store, schema, table, qvec, **kw)
 
 
-def test_vector_searches_run_beside_the_lexical_arm_once_per_table(store, minilm):
-    # recall starts every table's vector search on a worker before its lexical arm (QuerySearch.prefetch);
-    # the arm's searches then find them made: one flat search per table, none on the caller's thread.
+class UnprefetchedQuery(QuerySearch):
+    """A query handle that searches each table only when asked, on recall's thread."""
+
+    __slots__ = ()
+
+    def prefetch(self, *args: object) -> None:
+        return None
+
+
+class Unprefetched(SemanticSearch):
+    def query(self, text: str) -> QuerySearch:
+        return UnprefetchedQuery(self, text)
+
+
+@pytest.mark.parametrize("fusion", ["calibrated", "rrf"])
+def test_vector_searches_run_beside_the_lexical_arm_once_per_table(store, minilm, fusion):
+    # recall starts the tables' vector searches on a worker before its lexical arm (QuerySearch.prefetch);
+    # under calibrated fusion its own thread, once its lexical work is done, takes those the worker has
+    # not begun (QuerySearch.prepare). Either way each table is searched once, and the answer is the one
+    # a handle that searches each table only when asked gives.
     indexes = ThreadNotingIndexes()
-    result = recall(store, ME, "a question asked once, for the prefetch: " + QUESTION,
-                    semantic=SemanticSearch(minilm, indexes=indexes))
+    question = f"a question asked once, for the prefetch under {fusion} fusion: " + QUESTION
+    result = recall(store, ME, question, semantic=SemanticSearch(minilm, indexes=indexes), fusion=fusion)
     assert result.degraded is False and result.hits
     tables = [table for table, _ in indexes.searches]
-    assert tables and len(tables) == len(set(tables))
-    assert all(name.startswith("recallfs-semantic") for _, name in indexes.searches), indexes.searches
+    assert tables and len(tables) == len(set(tables)), indexes.searches  # (a table without vectors: none)
+    callers = {"recallfs-semantic", threading.current_thread().name} if fusion == "calibrated" else {
+        "recallfs-semantic"}
+    assert {name.rsplit("_", 1)[0] for _, name in indexes.searches} <= callers, indexes.searches
+
+    plain = recall(store, ME, question, semantic=Unprefetched(minilm), fusion=fusion)
+    assert [(h.id, round(h.score, 6)) for h in result.hits] == [(h.id, round(h.score, 6)) for h in plain.hits]
 
 
 def test_lexical_hits_are_gated_and_loaded_once_while_the_vector_searches_finish(store, minilm, monkeypatch):
