@@ -362,8 +362,11 @@ class Embedder:
             started.set()  # the caller wakes once the graph releases the GIL, just after this
             return run_on_one_thread(fast, features), time.monotonic()
 
-        job = self._query_worker().submit(encode)
-        started.wait(START_WAIT_S)  # bounded: behind another recall's encode it does not wait its turn
+        worker = self._query_worker()
+        busy = not worker.idle.is_set()  # behind another recall's encode: it does not wait its turn
+        job = worker.submit(encode)
+        if not busy:
+            started.wait(START_WAIT_S)  # bounded all the same
         return PendingQuery(self, text, job)
 
     def remember_query(self, text: str, vec: np.ndarray) -> None:

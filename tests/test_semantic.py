@@ -436,6 +436,22 @@ def test_vector_searches_run_beside_the_lexical_arm_once_per_table(store, minilm
     assert [(h.id, round(h.score, 6)) for h in result.hits] == [(h.id, round(h.score, 6)) for h in plain.hits]
 
 
+def test_recalls_at_once_answer_as_each_alone(store, minilm):
+    """Eight recalls at once on one arm: their encodes queue on the one query worker (none waits to see
+    another's begin), and each recall's thread and worker share its own searches. Every answer is the
+    one the same recall gives alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    arm = SemanticSearch(minilm)
+    questions = [f"question {i} asked at once: {QUESTION}" for i in range(8)] + [p[0] for p in PARAPHRASES[:8]]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(lambda q: recall(store, ME, q, semantic=arm), questions * 2))
+    for question, result in zip(questions * 2, together, strict=True):
+        alone = recall(store, ME, question, semantic=arm)
+        assert not result.degraded and not alone.degraded, result.notes
+        assert [(h.id, round(h.score, 6)) for h in result.hits] == [(h.id, round(h.score, 6)) for h in alone.hits]
+
+
 def test_lexical_hits_are_gated_and_loaded_once_while_the_vector_searches_finish(store, minilm, monkeypatch):
     import recallfs.query.loading as loading
 
