@@ -1,0 +1,154 @@
+"""A file written to the mount's `inbox/` as memory records (issue 17): markdown with YAML front matter,
+plain markdown, or JSONL. Pure: a name and bytes in, records out, or an InboxError that says which line
+broke which rule.
+
+Author and scope come from the writer's view (Writer), never from the file: a record that names another
+workspace or agent is refused whole. Refusing says why; silently storing it under the writer's name would
+keep a memory its writer did not mean to write.
+- Front matter uses the JSONL schema's field names (developer-notes/jsonl-schema.md); the body is the
+  content. `type` defaults to `fact`, `created_at` to the time of the write.
+- Plain markdown is one fact by the writer, created now.
+- `.jsonl` is read as `recallfs ingest` reads it, with the same claims refused.
+A record's `source_id`, unless given, is a hash of what it says, so writing the same file again stores
+nothing new (ingest is idempotent on source ids).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+from recallfs.query.records import MemoryRecord, RecordError, parse_record
+
+FRONT = "---"
+# The field a RecordError names: "tags: ...", "missing field 'session'", "unknown field 'colour'".
+_FIELD = re.compile(r"^(?:missing field |unknown field )?'?([a-z_]+)'?(?:[: ]|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Writer:
+    """Who writes, as the view that received the write says: the only author and scope a record gets."""
+
+    org: str
+    workspace: str
+    agent: str
+    now: datetime
+
+
+class InboxError(ValueError):
+    """A file refused whole: the reason, and the 1-based line it points at (None: the whole file)."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.reason}" if self.line is not None else self.reason
+
+
+def parse_inbox_file(name: str, data: bytes, writer: Writer) -> list[MemoryRecord]:
+    """The records `data` holds (at least one), or InboxError."""
+    text = _decoded(data)
+    if name.lower().endswith(".jsonl"):
+        return _jsonl(name, text, writer)
+    lines = text.splitlines()
+    if lines and lines[0].strip() == FRONT:
+        return [_front_matter(name, lines, writer)]
+    return [_record({"content": text.strip()}, writer, name, at=None)]
+
+
+def _decoded(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InboxError("not valid UTF-8", data[: exc.start].count(b"\n") + 1) from None
+
+
+def _jsonl(name: str, text: str, writer: Writer) -> list[MemoryRecord]:
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("//"):
+            continue
+        try:
+            obj = json.loads(stripped)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise InboxError(f"malformed JSON: {detail}", number) from None
+        if not isinstance(obj, dict):
+            raise InboxError(f"expected a JSON object, got {type(obj).__name__}", number)
+        records.append(_record(obj, writer, name, at=lambda _field, n=number: n))
+    if not records:
+        raise InboxError("the file holds no record")
+    return records
+
+
+def _front_matter(name: str, lines: list[str], writer: Writer) -> MemoryRecord:
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == FRONT), None)
+    if end is None:
+        raise InboxError("front matter opened with '---' on line 1 is never closed by a second '---'", 1)
+    try:
+        fields = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise InboxError(f"front matter: {problem}", mark.line + 2 if mark is not None else 1) from None
+    if fields is None:
+        fields = {}
+    if not isinstance(fields, dict):
+        raise InboxError("front matter: expected `field: value` lines", 2)
+    if "content" in fields:
+        raise InboxError("front matter: `content` is the text after the front matter", _line_of(lines, end, "content"))
+    obj = {str(key): _plain(value) for key, value in fields.items()}
+    obj["content"] = "\n".join(lines[end + 1:]).strip()
+    return _record(obj, writer, name, at=lambda field: end + 2 if field == "content" else _line_of(lines, end, field))
+
+
+def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> MemoryRecord:
+    """One record from decoded fields: claims checked, defaults filled, then the JSONL schema's rules.
+    `at(field)`: the line a problem with that field points at (None: no line)."""
+    def refuse(reason: str, field: str | None) -> InboxError:
+        return InboxError(reason, at(field) if at is not None and field else None)
+
+    claimed = obj.get("workspace")
+    if claimed is not None and claimed != f"{writer.org}/{writer.workspace}":
+        raise refuse(f"workspace: this view writes to {writer.org}/{writer.workspace}, not {claimed!r}", "workspace")
+    if obj.get("agent") not in (None, writer.agent):
+        raise refuse(f"agent: this view writes as {writer.agent!r}, not {obj['agent']!r} (the author is the "
+                     "writer)", "agent")
+    if not str(obj.get("content") or "").strip():
+        raise refuse("the memory has no text", "content")
+    filled = {"type": "fact", "created_at": writer.now.isoformat(), **obj}
+    filled.setdefault("source_id", "inbox:" + hashlib.sha256(
+        json.dumps(filled, sort_keys=True, default=str).encode()).hexdigest()[:20])
+    try:
+        return parse_record(filled, org=writer.org, workspace=writer.workspace, agent=writer.agent,
+                            source=f"inbox:{name}")
+    except RecordError as exc:
+        match = _FIELD.match(str(exc))
+        raise refuse(str(exc), match.group(1) if match else None) from None
+
+
+def _plain(value: Any) -> Any:
+    """YAML's own types as the JSONL schema has them: a date or time as ISO text (YAML reads
+    `created_at: 2026-11-20` as a date)."""
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _line_of(lines: list[str], end: int, field: str) -> int | None:
+    """The 1-based line of `field:` in the front matter (lines 2..end), or None."""
+    for i in range(1, end):
+        if lines[i].split(":", 1)[0].strip() == field:
+            return i + 1
+    return None

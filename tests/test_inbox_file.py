@@ -1,0 +1,91 @@
+"""query/inbox_file.py: a written file as records, or refused whole with its line. From tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from recallfs.query.inbox_file import InboxError, Writer, parse_inbox_file
+
+NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
+SCOUT = Writer(org="acme", workspace="platform", agent="scout", now=NOW)
+
+
+def _one(name: str, text: str):
+    records = parse_inbox_file(name, text.encode(), SCOUT)
+    assert len(records) == 1
+    return records[0]
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("db.md", "The staging DB moved to pg-delta on 2026-11-20\n",
+     {"table": "facts", "kind": "fact", "content": "The staging DB moved to pg-delta on 2026-11-20"}),
+    ("note.txt", "  several\n\nparagraphs  \n", {"table": "facts", "content": "several\n\nparagraphs"}),
+    ("pref.md", "---\nkind: preference\nentity: maya\nslot: maya.editor\ntags: [tools, editor]\n---\n"
+     "Maya edits in Helix now.\n",
+     {"table": "facts", "kind": "preference", "entity": "maya", "slot": "maya.editor", "tags": ["tools", "editor"],
+      "content": "Maya edits in Helix now."}),
+    ("old.md", "---\ncreated_at: 2026-05-01\nvisibility: private\n---\nThe offsite is in Lisbon.",
+     {"created_at": datetime(2026, 5, 1), "visibility": "private"}),
+    ("sum.md", "---\ntype: summary\nsession: s-42\ntitle: Release planning\n---\nWe agreed on a 2-week cadence.",
+     {"table": "summaries", "session": "s-42", "title": "Release planning"}),
+    ("same.md", "---\nagent: scout\nworkspace: acme/platform\n---\nClaims that match the view are fine.",
+     {"agent": "scout", "workspace": "platform", "org": "acme"}),
+    ("sup.md", "---\nsupersedes: f-db-host\n---\nThe DB host is db-7 now.", {"supersedes": "f-db-host"}),
+])
+def test_written_files_become_records(name, text, expected):
+    rec = _one(name, text)
+    assert (rec.org, rec.workspace, rec.agent) == ("acme", "platform", "scout")
+    if "created_at" not in expected:
+        assert rec.created_at == NOW.replace(tzinfo=None)  # the store keeps naive UTC
+    for field, value in expected.items():
+        assert getattr(rec, field) == value, field
+
+
+@pytest.mark.parametrize(("name", "text", "line", "words"), [
+    ("claim.md", "---\nagent: atlas\n---\nI am someone else.", 2, "writes as 'scout', not 'atlas'"),
+    ("ws.md", "---\nkind: fact\nworkspace: acme/other\n---\nElsewhere.", 3, "writes to acme/platform"),
+    ("yaml.md", "---\nkind: fact\ntags: [unclosed\n---\nBody.", 3, "front matter"),
+    ("open.md", "---\nkind: fact\nBody without a closing line.", 1, "never closed"),
+    ("field.md", "---\nkind: fact\ncolour: blue\n---\nBody.", 3, "unknown field 'colour'"),
+    ("type.md", "---\ntype: turn\nsession: s\n---\nA turn needs its seq.", None, "seq"),
+    ("empty.md", "---\nkind: fact\n---\n\n", 4, "no text"),
+    ("blank.md", "   \n\n", None, "no text"),
+    ("list.md", "---\n- a\n- b\n---\nBody.", 2, "field: value"),
+    ("content.md", "---\ncontent: hidden\n---\nBody.", 2, "text after the front matter"),
+    ("status.md", "---\nstatus: maybe\n---\nBody.", 2, "status"),
+    ("lines.jsonl", '{"type": "fact", "source_id": "a", "created_at": "2026-01-01", "content": "ok"}\n'
+     '{"type": "fact", "source_id": "b", "created_at": "2026-01-01", "content": "x", "agent": "atlas"}\n',
+     2, "writes as 'scout'"),
+    ("bad.jsonl", '{"type": "fact",\n', 1, "malformed JSON"),
+    ("none.jsonl", "// nothing but a comment\n", None, "no record"),
+    ("array.jsonl", "[1, 2]\n", 1, "JSON object"),
+])
+def test_refused_files_say_which_line_and_why(name, text, line, words):
+    with pytest.raises(InboxError) as info:
+        parse_inbox_file(name, text.encode(), SCOUT)
+    assert info.value.line == line, str(info.value)
+    assert words in str(info.value)
+
+
+def test_invalid_utf8_points_at_its_line():
+    with pytest.raises(InboxError, match="UTF-8") as info:
+        parse_inbox_file("bin.md", b"fine\nalso fine\n\xff\xfe broken", SCOUT)
+    assert info.value.line == 3
+
+
+def test_jsonl_is_read_as_ingest_reads_it():
+    text = ('{"type": "turn", "source_id": "t1", "created_at": "2026-11-01T10:00:00Z", "session": "s1", "seq": 0, '
+            '"speaker": "maya", "content": "hello"}\n\n// a comment\n'
+            '{"type": "fact", "source_id": "f1", "created_at": "2026-11-01", "content": "cadence is 2 weeks"}\n')
+    records = parse_inbox_file("batch.jsonl", text.encode(), SCOUT)
+    assert [(r.table, r.source_id, r.agent) for r in records] == [("turns", "t1", "scout"), ("facts", "f1", "scout")]
+
+
+def test_the_same_file_written_twice_is_the_same_record():
+    # its source id is a hash of what it says, so ingest stores it once; other text is another memory
+    first, again = _one("a.md", "The cache TTL is 5 minutes."), _one("b.md", "The cache TTL is 5 minutes.")
+    other = _one("a.md", "The cache TTL is 10 minutes.")
+    assert first.source_id == again.source_id and first.id == again.id
+    assert other.source_id != first.source_id
