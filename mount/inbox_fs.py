@@ -1,0 +1,279 @@
+"""The inbox file system (issue 17): the one writable directory of a mount, served on a FUSE connection of
+its own, mounted over the mount's `inbox/`.
+
+Why a connection of its own: the mount serves without OPEN and FLUSH (mount/operations.py; the kernel
+then sends neither for the whole connection), which keeps warm walks at native speed but leaves a write
+no request at close() to answer. Here open, flush and release are served as usual, and a file is
+remembered at its close: the first FLUSH after its last write hands its bytes to `remember` (the daemon
+parses, checks the writer's scope and ingests them in one transaction, query/inbox_file.py), and close()
+returns only after that answer. Accepted, the file leaves inbox/; refused, close() fails with EINVAL and
+`.rejected/<name>.md` says why, for as long as the mount lives. A file never closed (its writer killed
+before the kernel closes it for it) is never remembered.
+
+Everything is held in memory: a pending file is at most `limit` bytes (EFBIG past it).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyfuse3
+
+from recallfs.mount.names import NAME_MAX
+
+ROOT, REJECTED = pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE + 1
+REJECTED_NAME = ".rejected"
+# uid, file name, bytes -> None when remembered, else the reason it was refused (with its line)
+Remember = Callable[[int, str, bytes], "str | None"]
+
+
+@dataclass(slots=True)
+class Pending:
+    """A file being written: its bytes, who created it, and whether they changed since the last close."""
+
+    ino: int
+    name: str
+    uid: int
+    gid: int
+    data: bytearray = field(default_factory=bytearray)
+    dirty: bool = False
+    handles: int = 0
+    mtime_ns: int = field(default_factory=time.time_ns)
+
+
+class InboxOps(pyfuse3.Operations):
+    supports_dot_lookup = True
+    enable_writeback_cache = False
+
+    def __init__(self, remember: Remember, *, limit: int, owner: tuple[int, int] = (0, 0)) -> None:
+        super().__init__()
+        self.remember = remember
+        self.limit = limit
+        self.owner = owner  # the directories' owner (the daemon's user)
+        self.files: dict[str, Pending] = {}
+        self.by_ino: dict[int, Pending] = {}
+        self.rejected: dict[str, bytes] = {}  # name -> the note saying why it was refused
+        self.handles: dict[int, Pending] = {}
+        self.notes_open: dict[int, bytes] = {}  # fh -> the note a reader of .rejected/ opened
+        self._next_ino = REJECTED + 1
+        self._next_fh = 1
+
+    # -- attributes --------------------------------------------------------------------------------
+    def _dir_attr(self, ino: int) -> pyfuse3.EntryAttributes:
+        attr = self._attr(ino, stat.S_IFDIR | (0o1777 if ino == ROOT else 0o755), 0, *self.owner)
+        attr.st_nlink = 2
+        return attr
+
+    def _attr(self, ino: int, mode: int, size: int, uid: int, gid: int, mtime_ns: int = 0) -> pyfuse3.EntryAttributes:
+        attr = pyfuse3.EntryAttributes()
+        attr.st_ino = ino
+        attr.st_mode = mode
+        attr.st_size = size
+        attr.st_uid, attr.st_gid = uid, gid
+        attr.st_nlink = 1
+        attr.st_atime_ns = attr.st_mtime_ns = attr.st_ctime_ns = mtime_ns or time.time_ns()
+        attr.attr_timeout = attr.entry_timeout = 0  # everything here changes under the kernel's feet
+        return attr
+
+    def _file_attr(self, pending: Pending) -> pyfuse3.EntryAttributes:
+        return self._attr(pending.ino, stat.S_IFREG | 0o600, len(pending.data), pending.uid, pending.gid,
+                          pending.mtime_ns)
+
+    def _note_ino(self, name: str) -> int:
+        return (hash(name) & 0xFFFFFFF) << 20 | 1  # a note's inode: stable per name, clear of the pending ones
+
+    # -- lookups and listings ----------------------------------------------------------------------
+    async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        if inode in (ROOT, REJECTED):
+            return self._dir_attr(inode)
+        pending = self.by_ino.get(inode)
+        if pending is not None:
+            return self._file_attr(pending)
+        for name, note in self.rejected.items():
+            if self._note_ino(name) == inode:
+                return self._attr(inode, stat.S_IFREG | 0o444, len(note), *self.owner)
+        raise pyfuse3.FUSEError(errno.ENOENT)
+
+    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        text = os.fsdecode(name)
+        if text in (".", ".."):
+            return self._dir_attr(ROOT if text == ".." or parent_inode == ROOT else REJECTED)
+        if parent_inode == ROOT:
+            if text == REJECTED_NAME:
+                return self._dir_attr(REJECTED)
+            if text in self.files:
+                return self._file_attr(self.files[text])
+        elif parent_inode == REJECTED and text in self.rejected:
+            return await self.getattr(self._note_ino(text))
+        raise pyfuse3.FUSEError(errno.ENOENT)
+
+    async def opendir(self, inode: int, ctx: Any = None) -> int:
+        if inode not in (ROOT, REJECTED):
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        return inode
+
+    async def readdir(self, fh: int, start_id: int, token: Any) -> None:
+        if fh == ROOT:
+            entries = [(REJECTED_NAME, self._dir_attr(REJECTED)),
+                       *((name, self._file_attr(p)) for name, p in sorted(self.files.items()))]
+        else:
+            entries = [(name, await self.getattr(self._note_ino(name))) for name in sorted(self.rejected)]
+        for position in range(start_id, len(entries)):
+            name, attr = entries[position]
+            if not pyfuse3.readdir_reply(token, os.fsencode(name), attr, position + 1):
+                return
+
+    async def releasedir(self, fh: int) -> None:
+        pass
+
+    # -- writing -----------------------------------------------------------------------------------
+    async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
+                     ctx: Any = None) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        if parent_inode != ROOT:
+            raise pyfuse3.FUSEError(errno.EROFS if parent_inode == REJECTED else errno.ENOTDIR)
+        text = self._checked_name(name)
+        pending = self.files.get(text)
+        if pending is None:
+            pending = Pending(self._next_ino, text, ctx.uid, ctx.gid)
+            self._next_ino += 1
+            self.files[text], self.by_ino[pending.ino] = pending, pending
+        elif pending.uid != ctx.uid:
+            raise pyfuse3.FUSEError(errno.EACCES)  # another writer's file, not yet closed
+        del pending.data[:]
+        return self._open(pending), self._file_attr(pending)
+
+    async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
+        pending = self.by_ino.get(inode)
+        if pending is None:
+            note = next((n for name, n in self.rejected.items() if self._note_ino(name) == inode), None)
+            if note is None:
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            if flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
+                raise pyfuse3.FUSEError(errno.EROFS)  # the notes in .rejected/ are read-only
+            fh = self._next_fh
+            self._next_fh += 1
+            self.notes_open[fh] = note
+            return pyfuse3.FileInfo(fh=fh, direct_io=True)
+        if pending.uid != ctx.uid:
+            raise pyfuse3.FUSEError(errno.EACCES)
+        if flags & os.O_TRUNC:
+            del pending.data[:]
+            pending.dirty = True
+        return self._open(pending)
+
+    def _open(self, pending: Pending) -> pyfuse3.FileInfo:
+        fh = self._next_fh
+        self._next_fh += 1
+        self.handles[fh] = pending
+        pending.handles += 1
+        return pyfuse3.FileInfo(fh=fh, direct_io=True)
+
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        pending = self._handle(fh)
+        if off + len(buf) > self.limit:
+            raise pyfuse3.FUSEError(errno.EFBIG)
+        if off > len(pending.data):
+            pending.data.extend(bytes(off - len(pending.data)))
+        pending.data[off: off + len(buf)] = buf
+        pending.dirty = True
+        pending.mtime_ns = time.time_ns()
+        return len(buf)
+
+    async def read(self, fh: int, off: int, size: int) -> bytes:
+        pending = self.handles.get(fh)
+        data = bytes(pending.data) if pending is not None else self.notes_open.get(fh)
+        if data is None:
+            raise pyfuse3.FUSEError(errno.EBADF)
+        return data[off: off + size]
+
+    async def setattr(self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any = None) -> Any:
+        pending = self.by_ino.get(inode)
+        if pending is None:
+            raise pyfuse3.FUSEError(errno.EROFS if inode != ROOT else errno.EPERM)
+        if fields.update_size:
+            if attr.st_size > self.limit:
+                raise pyfuse3.FUSEError(errno.EFBIG)
+            del pending.data[attr.st_size:]
+            pending.data.extend(bytes(attr.st_size - len(pending.data)))
+            pending.dirty = True
+        return self._file_attr(pending)
+
+    async def flush(self, fh: int) -> None:
+        """close(): the file is remembered now, if it changed since the last close (a dup'd descriptor
+        closed twice remembers it once); close() returns the answer."""
+        if fh in self.notes_open:
+            return
+        pending = self._handle(fh)
+        if not pending.dirty:
+            return
+        pending.dirty = False
+        reason = await self._remembered(pending)
+        if reason is None:
+            self._drop(pending)
+            return
+        note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. Fix the file and write it again.\n"
+        self.rejected[rejected_name(pending.name)] = note.encode()
+        self._drop(pending)
+        raise pyfuse3.FUSEError(errno.EINVAL)
+
+    async def _remembered(self, pending: Pending) -> str | None:
+        import trio
+
+        return await trio.to_thread.run_sync(self.remember, pending.uid, pending.name, bytes(pending.data))
+
+    async def release(self, fh: int) -> None:
+        self.notes_open.pop(fh, None)
+        pending = self.handles.pop(fh, None)
+        if pending is not None:
+            pending.handles -= 1
+
+    async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
+        text = os.fsdecode(name)
+        if parent_inode == REJECTED and text in self.rejected:
+            del self.rejected[text]
+            return
+        pending = self.files.get(text) if parent_inode == ROOT else None
+        if pending is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        if pending.uid != ctx.uid:
+            raise pyfuse3.FUSEError(errno.EACCES)
+        self._drop(pending)
+
+    async def statfs(self, ctx: Any = None) -> pyfuse3.StatvfsData:
+        data = pyfuse3.StatvfsData()
+        data.f_bsize = data.f_frsize = 4096
+        data.f_namemax = NAME_MAX
+        return data
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _handle(self, fh: int) -> Pending:
+        pending = self.handles.get(fh)
+        if pending is None:
+            raise pyfuse3.FUSEError(errno.EBADF)
+        return pending
+
+    def _drop(self, pending: Pending) -> None:
+        """The file leaves inbox/ (remembered or refused); handles still open keep writing to nothing."""
+        if self.files.get(pending.name) is pending:
+            del self.files[pending.name]
+        self.by_ino.pop(pending.ino, None)
+
+    @staticmethod
+    def _checked_name(name: bytes) -> str:
+        text = os.fsdecode(name)
+        if len(name) > NAME_MAX:
+            raise pyfuse3.FUSEError(errno.ENAMETOOLONG)
+        if text.startswith(".") or any("\udc80" <= c <= "\udcff" for c in text):
+            raise pyfuse3.FUSEError(errno.EINVAL)  # hidden names are the inbox's own; names are UTF-8
+        return text
+
+
+def rejected_name(name: str) -> str:
+    """inbox/.rejected/<name>.md: `db.md` -> `db.md`, `batch.jsonl` -> `batch.jsonl.md`."""
+    return name if name.lower().endswith(".md") else f"{name}.md"
