@@ -32,7 +32,7 @@ from recallfs.scope.principal import Principal
 
 __all__ = ["ControlError", "ControlServer", "open_unless_mounted", "options_payload", "request"]
 log = logging.getLogger("recallfs.mount.control")
-MAX_REQUEST = 1 << 20
+MAX_REQUEST = 2 << 20  # an inbox file (1 MiB by default) travels base64-encoded
 LOCK_WAIT_S = 120.0  # how long a CLI command waits for a store another process holds
 READ_REQUEST_S = 60.0  # a client sends its one line as soon as it connects; do not wait on one forever
 
@@ -200,14 +200,24 @@ class ControlServer:
             return await self._ingest(req)
         if op == "recall":
             return await self._recall(req, self.access.recall_principal(uid, req))
+        if op == "inbox":
+            return await self._inbox(req, self.access.writer_principal(int(req["uid"])))
         if op == "counts":
             return {"ok": True, "workspaces": await self.ops._sync(self._counts)}
         raise ControlError(f"unknown request {op!r}")
 
     async def _ingest(self, req: dict[str, Any]) -> dict[str, Any]:
+        from recallfs.query.ingest_file import load_file
+
+        return await self._write(lambda: load_file(Path(req["file"]), req["format"], org=req["org"],
+                                                   workspace=req["workspace"], agent=req["agent"]))
+
+    async def _write(self, load: Callable[[], list[Any]]) -> dict[str, Any]:
+        """load()'s records ingested in one transaction (`recallfs ingest`'s path), on a worker thread, then
+        what they changed invalidated in every view; a refusal writes nothing."""
         from recallfs.query.embedder import embedder_from_settings
         from recallfs.query.ingest import IngestError
-        from recallfs.query.ingest_file import IndexRefreshError, ingest_records, load_file
+        from recallfs.query.ingest_file import IndexRefreshError, ingest_records
         from recallfs.query.store import StoreError
 
         store = self.ops.store
@@ -216,19 +226,30 @@ class ControlServer:
         if store.read_only:
             raise ControlError(f"ingest refused, nothing written: the store {store.path} is served read-only "
                                "(its file system or file is not writable)")
-
-        def work() -> Any:
-            records = load_file(Path(req["file"]), req["format"], org=req["org"], workspace=req["workspace"],
-                                agent=req["agent"])
-            return ingest_records(store, records, embedder=embedder)
-
         try:
-            report = await self.ops.write_store(work)
+            report = await self.ops.write_store(lambda: ingest_records(store, load(), embedder=embedder))
         except IngestError as exc:
             raise ControlError(f"ingest refused, nothing written: {exc}") from None
         except (IndexRefreshError, StoreError) as exc:  # their messages say what was and was not written
             raise ControlError(str(exc)) from None
         return {"ok": True, "report": report.as_dict()}
+
+    async def _inbox(self, req: dict[str, Any], writer: Principal) -> dict[str, Any]:
+        """A file written to the mount's inbox/ (mount/inbox_fs.py hands it over at its close): parsed as
+        `writer`'s and ingested in one transaction, or refused whole with the reason and its line."""
+        import base64
+
+        from recallfs.query.inbox_file import InboxError, Writer, parse_inbox_file
+        from recallfs.query.query_syntax import utc_now
+
+        data = base64.b64decode(str(req["data"]), validate=True)
+        name = str(req["name"])
+        who = Writer(writer.org, writer.workspace, writer.agent, utc_now())
+        try:
+            records = parse_inbox_file(name, data, who)
+        except InboxError as exc:
+            raise ControlError(f"{name}: {exc}") from None
+        return await self._write(lambda: records)
 
     async def _recall(self, req: dict[str, Any], principal: Principal) -> dict[str, Any]:
         from recallfs.query.formats import RENDERERS

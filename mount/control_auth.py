@@ -29,7 +29,7 @@ from recallfs.scope.principal import Principal
 
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _REMOVE = "if no recallfs daemon of yours serves this store, remove it"
-OWNER_ONLY = frozenset({"ingest", "counts"})
+OWNER_ONLY = frozenset({"ingest", "counts", "inbox"})
 
 
 class ControlError(RuntimeError):
@@ -101,8 +101,9 @@ class Access:
             raise ControlError(f"uid {uid} may not use this recallfs daemon's control socket: it serves its "
                                f"owner (uid {self.owner}) and root{mapped}")
         if op in OWNER_ONLY and not self._admin(uid):
-            why = ("the daemon would read the file with its own rights" if op == "ingest"
-                   else "the counts cover memories your agent may not read (see index.md in the mount)")
+            why = {"ingest": "the daemon would read the file with its own rights",
+                   "inbox": "it comes from the daemon's own inbox file system, which names the writer"}.get(
+                op, "the counts cover memories your agent may not read (see index.md in the mount)")
             raise ControlError(f"{op} through the mount daemon is only for its owner (uid {self.owner}) and "
                                f"root: {why}")
 
@@ -117,6 +118,21 @@ class Access:
                                f"(the mount gives it EACCES too); to give it a view, mount with "
                                f"--map-uid {uid}=AGENT")
         return replace(self.principal, agent=agent)
+
+    def writer_principal(self, uid: int) -> Principal:
+        """Who a file written to the mount's inbox/ by `uid` is remembered as: on a --map-uid mount the
+        uid's agent in the mount's workspace; otherwise the mount's own principal, for its owner and root
+        (no one else reaches a one-principal mount)."""
+        if self.principal is None:
+            raise ControlError("this daemon serves no mount to write through")
+        if self.uid_map:
+            agent = self.uid_map.get(uid)
+            if agent is None:
+                raise ControlError(f"uid {uid} is not in this mount's --map-uid, so it may not write to it")
+            return replace(self.principal, agent=agent)
+        if not self._admin(uid):
+            raise ControlError(f"uid {uid} may not write to this mount: it serves its owner (uid {self.owner})")
+        return self.principal
 
     @property
     def socket_mode(self) -> int:

@@ -277,3 +277,42 @@ class InboxOps(pyfuse3.Operations):
 def rejected_name(name: str) -> str:
     """inbox/.rejected/<name>.md: `db.md` -> `db.md`, `batch.jsonl` -> `batch.jsonl.md`."""
     return name if name.lower().endswith(".md") else f"{name}.md"
+
+
+def forward_to(store: str) -> Remember:
+    """`remember` through the control socket of the daemon holding `store` (op "inbox")."""
+    import base64
+
+    from recallfs.mount.control import ControlError, request
+
+    def remember(uid: int, name: str, data: bytes) -> str | None:
+        payload = {"op": "inbox", "uid": uid, "name": name, "data": base64.b64encode(data).decode()}
+        try:
+            reply = request(store, payload, timeout=600)
+        except ControlError as exc:
+            return str(exc)
+        return None if reply is not None else "the daemon holding the store is gone: nothing was stored"
+
+    return remember
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m recallfs.mount.inbox_fs STORE MOUNTPOINT LIMIT [allow_other]`: started by the daemon."""
+    import sys
+
+    import trio
+
+    args = sys.argv[1:] if argv is None else argv
+    store, mountpoint, limit = args[0], args[1], int(args[2])
+    ops = InboxOps(forward_to(store), limit=limit, owner=(os.getuid(), os.getgid()))
+    options = {"fsname=recallfs-inbox", "subtype=recallfs", "default_permissions", *args[3:]}
+    pyfuse3.init(ops, mountpoint, options)
+    try:
+        trio.run(pyfuse3.main)
+    finally:
+        pyfuse3.close(unmount=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
