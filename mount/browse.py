@@ -76,6 +76,8 @@ class Browser:
 
     # -- listings and lookups --------------------------------------------------------------------------
     def listing(self, kind: Kind, params: dict[str, Any], status: dict[str, Any] | None = None) -> Listing:
+        if kind is Kind.INBOX:
+            return Listing([])  # what shows here is the inbox's own file system (mount/inbox_fs.py)
         if kind is not Kind.ROOT and kind not in Listings.KINDS_LISTED:
             raise NotADirectory(kind)
         cat = self.catalog()
@@ -90,7 +92,7 @@ class Browser:
             Entry("index.md", Kind.INDEX, content=blob(self.index_bytes(cat, status)), deps=frozenset({INDEX_DEP})),
             directory("facts", Kind.FACTS), directory("sessions", Kind.SESSIONS),
             directory("entities", Kind.ENTITIES), directory("history", Kind.HISTORY),
-            directory("recall", Kind.RECALL),
+            directory("recall", Kind.RECALL), directory("inbox", Kind.INBOX),
         ])
 
     def batch(self, kind: Kind, values: Sequence[str]) -> Batch:

@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.mount import process_setup, registry
+from recallfs.mount.inbox_process import InboxProcess
 from recallfs.query import collector
 from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
 log = logging.getLogger("recallfs.mount")
 MOUNT_OPTIONS = ("default_permissions", "ro", "fsname=recallfs", "subtype=recallfs")
+INBOX_MAX_BYTES = 1 << 20  # a file written to inbox/ (EFBIG past it)
 
 
 class MountError(RuntimeError):
@@ -226,7 +228,9 @@ def serve(config: MountConfig) -> int:
     collector.tune_gc()
     code = 0
     try:
-        trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}")
+        inbox = InboxProcess(config.store, config.mountpoint, INBOX_MAX_BYTES, allow_other=bool(config.uid_map),
+                             log_path=registry.log_path(config.mountpoint))
+        trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}", inbox)
         log.info("unmounting %s", mountpoint)
     except BaseException:
         log.exception("the daemon stopped on an error")
@@ -257,30 +261,43 @@ def _record(config: MountConfig, ops: Any, sock_path: Path) -> Any:
                          uid_map=config.uid_map, principal=p)
 
 
-async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready, what: str) -> None:
-    import pyfuse3
+async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready, what: str, inbox: Any) -> None:
     import trio
 
     ops.store.loop_thread = threading.get_ident()
+    stop = trio.Event()
     async with trio.open_nursery() as nursery:
         await nursery.start(control.serve, sock_path)
-        nursery.start_soon(_watch_signals, nursery.cancel_scope)
+        nursery.start_soon(_watch_signals, stop)
         nursery.start_soon(_poll_state, ops)
         await ops.refresh_semantic()
+        nursery.start_soon(_serve_fuse, stop)
+        if inbox is not None:  # mounted over inbox/ while this loop serves the lookup it makes
+            problem = await inbox.start()
+            if problem:
+                log.error("inbox/ stays read-only: %s", problem)
         ready.ok()
         log.info("serving %s", what)
-        await pyfuse3.main(min_tasks=4)
-        # main() returns when the kernel ends the session (an unmount from outside): stop the rest.
+        await stop.wait()
+        if inbox is not None:  # unmounted first, while this loop still serves (it is under the mount)
+            await trio.to_thread.run_sync(inbox.stop)
         nursery.cancel_scope.cancel()
 
 
-async def _watch_signals(scope: Any) -> None:
+async def _serve_fuse(stop: Any) -> None:
+    import pyfuse3
+
+    await pyfuse3.main(min_tasks=4)
+    stop.set()  # main() returns when the kernel ends the session (an unmount from outside)
+
+
+async def _watch_signals(stop: Any) -> None:
     import trio
 
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
             log.info("received %s: unmounting", signal.Signals(signum).name)
-            scope.cancel()
+            stop.set()
             return
 
 

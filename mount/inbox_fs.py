@@ -308,10 +308,27 @@ def main(argv: list[str] | None = None) -> int:
     options = {"fsname=recallfs-inbox", "subtype=recallfs", "default_permissions", *args[3:]}
     pyfuse3.init(ops, mountpoint, options)
     try:
-        trio.run(pyfuse3.main)
+        trio.run(_serve)
     finally:
-        pyfuse3.close(unmount=True)
+        pyfuse3.close(unmount=True)  # also after SIGTERM from the daemon: it unmounts before its own mount
     return 0
+
+
+async def _serve() -> None:
+    import signal
+
+    import trio
+
+    async with trio.open_nursery() as nursery:
+        async def until_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+        nursery.start_soon(until_signal)
+        await pyfuse3.main()
+        nursery.cancel_scope.cancel()
 
 
 if __name__ == "__main__":

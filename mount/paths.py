@@ -54,6 +54,7 @@ class Kind(StrEnum):
     RESULTS_JSON = "results_json"
     CONTEXT_XML = "context_xml"
     TRUNCATED = "truncated"
+    INBOX = "inbox"  # where a file written becomes a memory; its own file system is mounted over it
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,7 @@ KINDS: dict[Kind, KindInfo] = {
     Kind.RESULTS_JSON: _RECALL_FILE,
     Kind.CONTEXT_XML: _RECALL_FILE,
     Kind.TRUNCATED: _PLAIN,
+    Kind.INBOX: _FIXED,
 }
 # batch key -> the kinds one sibling batch lists (history/<id>/; sessions/<s>/ with its turns/)
 BATCHES: dict[str, tuple[Kind, ...]] = {
@@ -210,6 +212,7 @@ ROUTES: tuple[Route, ...] = (
     Route(("recall", RESULTS_DIR, "{query}", "{hit}"), Kind.HIT),
     Route(("recall", "README.md"), Kind.RECALL_README),  # what recall/ is (mount/recall_readme.py)
     Route(("recall", "{query}"), Kind.QUERY_LINK),
+    Route(("inbox",), Kind.INBOX),
 )
 
 
