@@ -41,6 +41,7 @@ class Pending:
     name: str
     uid: int
     gid: int
+    pid: int  # the process that created or opened it last: its death mid-file is not a close
     data: bytearray = field(default_factory=bytearray)
     dirty: bool = False
     handles: int = 0
@@ -140,12 +141,13 @@ class InboxOps(pyfuse3.Operations):
         text = self._checked_name(name)
         pending = self.files.get(text)
         if pending is None:
-            pending = Pending(self._next_ino, text, ctx.uid, ctx.gid)
+            pending = Pending(self._next_ino, text, ctx.uid, ctx.gid, ctx.pid)
             self._next_ino += 1
             self.files[text], self.by_ino[pending.ino] = pending, pending
         elif pending.uid != ctx.uid:
             raise pyfuse3.FUSEError(errno.EACCES)  # another writer's file, not yet closed
         del pending.data[:]
+        pending.pid = ctx.pid
         return self._open(pending), self._file_attr(pending)
 
     async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
@@ -165,6 +167,7 @@ class InboxOps(pyfuse3.Operations):
         if flags & os.O_TRUNC:
             del pending.data[:]
             pending.dirty = True
+        pending.pid = ctx.pid
         return self._open(pending)
 
     def _open(self, pending: Pending) -> pyfuse3.FileInfo:
@@ -213,14 +216,22 @@ class InboxOps(pyfuse3.Operations):
         if not pending.dirty:
             return
         pending.dirty = False
+        killed = killed_by(pending.pid)
+        if killed:  # the kernel closes a killed writer's files: what it wrote is not a whole file
+            self._refused(pending, f"the writer (pid {pending.pid}) was killed by signal {killed} before it "
+                                   "closed the file")
+            return
         reason = await self._remembered(pending)
         if reason is None:
             self._drop(pending)
             return
+        self._refused(pending, reason)
+        raise pyfuse3.FUSEError(errno.EINVAL)
+
+    def _refused(self, pending: Pending, reason: str) -> None:
         note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. Fix the file and write it again.\n"
         self.rejected[rejected_name(pending.name)] = note.encode()
         self._drop(pending)
-        raise pyfuse3.FUSEError(errno.EINVAL)
 
     async def _remembered(self, pending: Pending) -> str | None:
         import trio
@@ -272,6 +283,25 @@ class InboxOps(pyfuse3.Operations):
         if text.startswith(".") or any("\udc80" <= c <= "\udcff" for c in text):
             raise pyfuse3.FUSEError(errno.EINVAL)  # hidden names are the inbox's own; names are UTF-8
         return text
+
+
+_PF_EXITING = 0x4
+
+
+def killed_by(pid: int) -> int:
+    """The signal that is ending process `pid` now, or 0. A process killed mid-write has its files closed
+    by the kernel as it exits: /proc/<pid>/stat then shows PF_EXITING in its flags (field 9) and the
+    signal in its exit code (field 52), both set before the kernel closes its files."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0
+    try:
+        flags, exit_code = int(fields[9 - 3]), int(fields[52 - 3])
+    except (IndexError, ValueError):
+        return 0
+    return exit_code & 0x7F if flags & _PF_EXITING else 0
 
 
 def rejected_name(name: str) -> str:
