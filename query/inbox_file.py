@@ -10,7 +10,8 @@ keep a memory its writer did not mean to write.
 - Plain markdown is one fact by the writer, created now.
 - `.jsonl` is read as `recallfs ingest` reads it, with the same claims refused.
 A record's `source_id`, unless given, is a hash of what it says, so writing the same file again stores
-nothing new (ingest is idempotent on source ids).
+nothing new (ingest is idempotent on source ids). A fact with a `slot` and no `id` takes an id made from
+the slot: writing the slot again adds a version of that one memory, and history/ shows the chain.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from recallfs.query.records import MemoryRecord, RecordError, parse_record
+from recallfs.query.records import MemoryRecord, RecordError, derive_id, parse_record
 
 FRONT = "---"
 # The field a RecordError names: "tags: ...", "missing field 'session'", "unknown field 'colour'".
@@ -126,6 +127,9 @@ def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> Memor
     if not str(obj.get("content") or "").strip():
         raise refuse("the memory has no text", "content")
     filled = {"type": "fact", "created_at": writer.now.isoformat(), **obj}
+    if filled["type"] == "fact" and isinstance(filled.get("slot"), str) and "id" not in filled:
+        # a slot written again is the next version of one memory: history/<id>/ shows the chain
+        filled["id"] = derive_id("facts", f"slot:{filled['slot']}")
     filled.setdefault("source_id", "inbox:" + hashlib.sha256(
         json.dumps(filled, sort_keys=True, default=str).encode()).hexdigest()[:20])
     try:

@@ -89,3 +89,11 @@ def test_the_same_file_written_twice_is_the_same_record():
     other = _one("a.md", "The cache TTL is 10 minutes.")
     assert first.source_id == again.source_id and first.id == again.id
     assert other.source_id != first.source_id
+
+
+def test_a_slot_written_again_is_the_next_version_of_one_memory():
+    first = _one("a.md", "---\nslot: build-cache\n---\nThe build cache lives on nfs-1")
+    second = _one("b.md", "---\nslot: build-cache\n---\nThe build cache lives on nfs-2")
+    named = _one("c.md", "---\nslot: build-cache\nid: f-mine\n---\nAn id given wins")
+    assert first.id == second.id != named.id == "f-mine"
+    assert first.source_id != second.source_id

@@ -1,0 +1,136 @@
+"""inbox/ on a real mount (issue 17): a file written with cp, echo >, tee, a here-document or Python's open
+is remembered at its close, by the mount's agent; a refused file fails its close with EINVAL and leaves
+its reason in inbox/.rejected/; nothing else in the tree becomes writable."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mount_helpers import AGENT, SAMPLE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount, wait_until
+
+pytestmark = [needs_fuse, pytest.mark.mount]
+
+
+def sh(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("inbox")
+    env = base_env(tmp)
+    build_store(tmp, SAMPLE, env)
+    mount = start_mount(tmp, env)
+    yield mount
+    stop_mount(mount)
+
+
+def counts(mount: Mount) -> dict:
+    return json.loads(mount.cli("status", "--store", str(mount.store), "--json").stdout)["workspaces"]
+
+
+def facts_named(mount: Mount, words: str) -> list[str]:
+    return [n for n in os.listdir(mount.path / "facts") if words in n]
+
+
+@pytest.mark.parametrize(("tool", "script", "words"), [
+    ("echo", "echo 'The staging DB moved to pg-delta on 2026-11-20' > inbox/db.md", "staging-db-moved-to-pg-delta"),
+    ("cp", "printf 'The release train leaves on Thursdays\\n' > {tmp}/src.md && cp {tmp}/src.md inbox/",
+     "release-train-leaves-on-thursdays"),
+    ("tee", "echo 'Lunch is at noon in the atrium' | tee inbox/lunch.md > /dev/null", "lunch-is-at-noon"),
+    ("heredoc", "cat > inbox/pager.md <<'EOF'\n---\nkind: procedure\ntags: [oncall]\n---\n"
+                "Page the on-call engineer through the rota bot\nEOF", "page-the-on-call-engineer"),
+    ("python", f"{sys.executable} -c \"open('inbox/py.md', 'w').write('Backups run nightly at 02:00 UTC')\"",
+     "backups-run-nightly"),
+])
+def test_a_written_file_is_a_memory_when_its_writer_returns(mounted: Mount, tmp_path: Path, tool, script, words):
+    proc = sh(script.format(tmp=tmp_path), mounted.path)
+    assert proc.returncode == 0, proc.stderr
+    # the close returned after the commit: the fact is there at once, by the mount's agent, and inbox/ is empty
+    found = facts_named(mounted, words)
+    assert len(found) == 1, os.listdir(mounted.path / "facts")
+    text = (mounted.path / "facts" / found[0]).read_text()
+    assert f"agent: {AGENT}" in text
+    assert [n for n in os.listdir(mounted.path / "inbox") if not n.startswith(".")] == []
+
+
+def test_recall_lists_a_remembered_file_first(mounted: Mount) -> None:
+    sh("echo 'The coffee machine on floor 3 is fixed' > inbox/coffee.md", mounted.path)
+    hits = sorted(os.listdir(mounted.path / "recall" / "is the coffee machine on floor 3 fixed"))
+    assert hits[0].startswith("01-fact-the-coffee-machine"), hits
+
+
+def test_a_refused_file_fails_its_close_and_says_why(mounted: Mount, tmp_path: Path) -> None:
+    before = counts(mounted)
+    bad = tmp_path / "bad.md"
+    bad.write_text("---\nkind: fact\ntags: [unclosed\n---\nThe body.\n")
+    proc = sh(f"cp {bad} inbox/bad.md", mounted.path)
+    assert proc.returncode != 0 and "Invalid argument" in proc.stderr, proc.stderr
+    with pytest.raises(OSError) as info:
+        with open(mounted.path / "inbox" / "claim.md", "w") as fh:
+            fh.write("---\nagent: someone-else\n---\nI claim to be someone else.\n")
+    assert info.value.errno == errno.EINVAL
+    rejected = mounted.path / "inbox" / ".rejected"
+    assert sorted(os.listdir(rejected)) == ["bad.md", "claim.md"]
+    assert "line 3" in (rejected / "bad.md").read_text()
+    assert f"writes as '{AGENT}', not 'someone-else'" in (rejected / "claim.md").read_text()
+    assert counts(mounted) == before  # nothing was written
+    assert not facts_named(mounted, "claim-to-be-someone-else")
+
+
+def test_a_writer_killed_mid_file_stores_nothing(mounted: Mount) -> None:
+    before = counts(mounted)
+    writer = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "f = open(sys.argv[1], 'w'); f.write('half of a memory'); f.flush()\n"
+                               "print('written', flush=True); time.sleep(60)", str(mounted.path / "inbox" / "half.md")],
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(30)
+    writer.stdout.close()
+    assert wait_until(lambda: (mounted.path / "inbox" / ".rejected" / "half.md").exists())
+    assert "killed by signal 9" in (mounted.path / "inbox" / ".rejected" / "half.md").read_text()
+    assert counts(mounted) == before
+
+
+def test_a_slot_written_again_supersedes_and_history_shows_the_chain(mounted: Mount) -> None:
+    for text in ("The build cache lives on nfs-1", "The build cache lives on nfs-2"):
+        proc = sh(f"printf -- '---\\nslot: build-cache\\nentity: cache\\n---\\n{text}\\n' > inbox/cache.md",
+                  mounted.path)
+        assert proc.returncode == 0, proc.stderr
+        time.sleep(1.1)  # created_at has second resolution: the later write is the newer version
+    names = facts_named(mounted, "build-cache-lives-on")
+    assert len(names) == 1 and "nfs-2" in names[0], names
+    mem_id = names[0].rsplit("--", 1)[1].removesuffix(".md")
+    assert len(os.listdir(mounted.path / "history" / mem_id)) == 2
+
+
+def test_jsonl_and_limits(mounted: Mount, tmp_path: Path) -> None:
+    line = {"type": "fact", "source_id": "j-1", "created_at": "2026-11-01", "content": "Written as JSONL lines"}
+    proc = sh(f"echo '{json.dumps(line)}' > inbox/batch.jsonl", mounted.path)
+    assert proc.returncode == 0 and facts_named(mounted, "written-as-jsonl-lines"), proc.stderr
+    big = tmp_path / "big.md"
+    big.write_text("x" * (1 << 20) + "y")
+    proc = sh(f"cp {big} inbox/big.md", mounted.path)
+    assert proc.returncode != 0 and "File too large" in proc.stderr, proc.stderr  # EFBIG
+    for name in (".hidden.md",):
+        with pytest.raises(OSError) as info:
+            open(mounted.path / "inbox" / name, "w").close()
+        assert info.value.errno == errno.EINVAL
+
+
+def test_everything_outside_inbox_stays_read_only(mounted: Mount) -> None:
+    for script in ("touch facts/new.md", "echo x > index.md", "mkdir sessions/new", "echo x > recall/README.md",
+                   "rm -f facts/*.md", "echo x > new-at-root.md"):
+        proc = sh(script, mounted.path)
+        assert proc.returncode != 0 and "Read-only file system" in proc.stderr, (script, proc.stderr)
+    proc = sh("echo x > inbox/.rejected/note.md", mounted.path)
+    assert proc.returncode != 0, proc.stderr
