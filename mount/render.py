@@ -283,9 +283,10 @@ def render_index(s: IndexStatus) -> bytes:
     changed = f", last change {s.last_change.isoformat(timespec='seconds')}" if s.last_change else ""
     text = f"""# Memory of {s.workspace}, read as agent `{s.agent}`
 
-Start here. This is a read-only view of a recallfs memory store: every memory is a markdown file with
-YAML front matter (id, table, kind, version, timestamps, tags, source). Search it with `ls`, `cat`,
-`grep -r`, `rg`, `find`, or ask it with a recall directory (below). Writes fail with "Read-only file system".
+Start here. This is a view of a recallfs memory store: every memory is a markdown file with YAML front
+matter (id, table, kind, version, timestamps, tags, source). Search it with `ls`, `cat`, `grep -r`, `rg`,
+`find`, or ask it with a recall directory (below). To remember, write a file to `inbox/` (below); every
+other write fails with "Read-only file system".
 
 ## What is here
 
@@ -323,9 +324,16 @@ pagination) and `context.xml` (a compact block to paste into a model's context).
 - Store generation {s.generation}{changed}.
 - Truncated listings: {truncated}.
 
-## Adding memories
+## How to remember
 
-`recallfs ingest notes.jsonl --workspace {s.workspace}` works while this is mounted (the mount's daemon
-writes it); new memories show here and in recall within a second.
+    echo "The staging DB moved to pg-delta on 2026-11-20" > {m}/inbox/db.md
+
+A file written to `inbox/` becomes a fact by `{s.agent}` when it is closed, and leaves `inbox/`; the
+write returns once it is stored, and it shows in `facts/` and recall at once. Front matter may set the
+JSONL fields (`kind`, `entity`, `slot`, `tags`, `visibility: private`, `supersedes`, `type` with `session`
+...); writing a `slot` again makes the new text its current version. A file that breaks a rule (or
+claims another agent or workspace) stores nothing, fails its close with "Invalid argument", and
+`inbox/.rejected/<name>.md` says why. Files up to 1 MiB; `.jsonl` files are read as `recallfs ingest`
+reads them, and `recallfs ingest notes.jsonl --workspace {s.workspace}` works while this is mounted too.
 """
     return (front_matter(_index_fields(s)) + "\n" + text).encode()

@@ -66,7 +66,7 @@ def front_matter(path: Path) -> dict:
 
 
 def test_top_level_and_index(sample: Mount) -> None:
-    assert sh("ls", str(sample.path)).stdout.split() == ["entities", "facts", "history", "index.md", "recall",
+    assert sh("ls", str(sample.path)).stdout.split() == ["entities", "facts", "history", "inbox", "index.md", "recall",
                                                          "sessions"]
     head = sh("head", "-n", "3", str(sample.path / "index.md")).stdout
     assert head.startswith("---\nworkspace: acme/proj\n")
