@@ -33,6 +33,17 @@ REJECTED_NAME = ".rejected"
 Remember = Callable[[int, str, bytes], "str | None"]
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """inbox/.rejected/<name>.md: why a file was refused, readable by its writer only (on a --map-uid
+    mount another agent would otherwise read what was refused, and by whom)."""
+
+    ino: int
+    data: bytes
+    uid: int
+    gid: int
+
+
 @dataclass(slots=True)
 class Pending:
     """A file being written: its bytes, who created it, and whether they changed since the last close."""
@@ -59,7 +70,8 @@ class InboxOps(pyfuse3.Operations):
         self.owner = owner  # the directories' owner (the daemon's user)
         self.files: dict[str, Pending] = {}
         self.by_ino: dict[int, Pending] = {}
-        self.rejected: dict[str, bytes] = {}  # name -> the note saying why it was refused
+        self.rejected: dict[str, Note] = {}  # name -> the note saying why it was refused
+        self.notes: dict[int, Note] = {}  # the same notes by inode
         self.handles: dict[int, Pending] = {}
         self.notes_open: dict[int, bytes] = {}  # fh -> the note a reader of .rejected/ opened
         self._next_ino = REJECTED + 1
@@ -67,7 +79,7 @@ class InboxOps(pyfuse3.Operations):
 
     # -- attributes --------------------------------------------------------------------------------
     def _dir_attr(self, ino: int) -> pyfuse3.EntryAttributes:
-        attr = self._attr(ino, stat.S_IFDIR | (0o1777 if ino == ROOT else 0o755), 0, *self.owner)
+        attr = self._attr(ino, stat.S_IFDIR | 0o1777, 0, *self.owner)  # sticky: each writer owns its files
         attr.st_nlink = 2
         return attr
 
@@ -86,9 +98,6 @@ class InboxOps(pyfuse3.Operations):
         return self._attr(pending.ino, stat.S_IFREG | 0o600, len(pending.data), pending.uid, pending.gid,
                           pending.mtime_ns)
 
-    def _note_ino(self, name: str) -> int:
-        return (hash(name) & 0xFFFFFFF) << 20 | 1  # a note's inode: stable per name, clear of the pending ones
-
     # -- lookups and listings ----------------------------------------------------------------------
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
         if inode in (ROOT, REJECTED):
@@ -96,9 +105,9 @@ class InboxOps(pyfuse3.Operations):
         pending = self.by_ino.get(inode)
         if pending is not None:
             return self._file_attr(pending)
-        for name, note in self.rejected.items():
-            if self._note_ino(name) == inode:
-                return self._attr(inode, stat.S_IFREG | 0o444, len(note), *self.owner)
+        note = self.notes.get(inode)
+        if note is not None:
+            return self._attr(inode, stat.S_IFREG | 0o400, len(note.data), note.uid, note.gid)
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
@@ -111,7 +120,7 @@ class InboxOps(pyfuse3.Operations):
             if text in self.files:
                 return self._file_attr(self.files[text])
         elif parent_inode == REJECTED and text in self.rejected:
-            return await self.getattr(self._note_ino(text))
+            return await self.getattr(self.rejected[text].ino)
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     async def opendir(self, inode: int, ctx: Any = None) -> int:
@@ -124,7 +133,7 @@ class InboxOps(pyfuse3.Operations):
             entries = [(REJECTED_NAME, self._dir_attr(REJECTED)),
                        *((name, self._file_attr(p)) for name, p in sorted(self.files.items()))]
         else:
-            entries = [(name, await self.getattr(self._note_ino(name))) for name in sorted(self.rejected)]
+            entries = [(name, await self.getattr(self.rejected[name].ino)) for name in sorted(self.rejected)]
         for position in range(start_id, len(entries)):
             name, attr = entries[position]
             if not pyfuse3.readdir_reply(token, os.fsencode(name), attr, position + 1):
@@ -153,14 +162,14 @@ class InboxOps(pyfuse3.Operations):
     async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
         pending = self.by_ino.get(inode)
         if pending is None:
-            note = next((n for name, n in self.rejected.items() if self._note_ino(name) == inode), None)
+            note = self.notes.get(inode)
             if note is None:
                 raise pyfuse3.FUSEError(errno.ENOENT)
             if flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
                 raise pyfuse3.FUSEError(errno.EROFS)  # the notes in .rejected/ are read-only
             fh = self._next_fh
             self._next_fh += 1
-            self.notes_open[fh] = note
+            self.notes_open[fh] = note.data
             return pyfuse3.FileInfo(fh=fh, direct_io=True)
         if pending.uid != ctx.uid:
             raise pyfuse3.FUSEError(errno.EACCES)
@@ -230,7 +239,12 @@ class InboxOps(pyfuse3.Operations):
 
     def _refused(self, pending: Pending, reason: str) -> None:
         note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. Fix the file and write it again.\n"
-        self.rejected[rejected_name(pending.name)] = note.encode()
+        old = self.rejected.get(rejected_name(pending.name))
+        if old is not None:
+            del self.notes[old.ino]
+        kept = Note(self._next_ino, note.encode(), pending.uid, pending.gid)
+        self._next_ino += 1
+        self.rejected[rejected_name(pending.name)], self.notes[kept.ino] = kept, kept
         self._drop(pending)
 
     async def _remembered(self, pending: Pending) -> str | None:
@@ -247,7 +261,9 @@ class InboxOps(pyfuse3.Operations):
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
         text = os.fsdecode(name)
         if parent_inode == REJECTED and text in self.rejected:
-            del self.rejected[text]
+            if self.rejected[text].uid != ctx.uid and ctx.uid != 0:
+                raise pyfuse3.FUSEError(errno.EACCES)
+            del self.notes[self.rejected.pop(text).ino]
             return
         pending = self.files.get(text) if parent_inode == ROOT else None
         if pending is None:
