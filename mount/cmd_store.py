@@ -40,7 +40,8 @@ def register(sub: Any) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     p.set_defaults(run=cmd_reindex)
 
-    p = sub.add_parser("policy", help="read policies: which memories an agent may read in a workspace")
+    p = sub.add_parser("policy", help="policies: which memories an agent may read in a workspace, and whether it "
+                       "may write through inbox/")
     psub = p.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
     q = psub.add_parser("set", help="store the policy of --agent in --workspace (replaces the old one)")
     store_args(q)
@@ -50,6 +51,8 @@ def register(sub: Any) -> None:
                    help="visibilities it may read: workspace, private (default workspace)")
     q.add_argument("--deny-kind", action="append", default=[], help="kinds it may not read")
     q.add_argument("--deny-tag", action="append", default=[], help="tags it may not read")
+    q.add_argument("--deny-writes", action="store_true",
+                   help="it may not remember by writing to the mount's inbox/ (its writes get EACCES)")
     for name, text in (("show", "print the policy in force for --agent"), ("rm", "remove it (back to default)"),
                        ("list", "list the stored policies of --workspace")):
         q = psub.add_parser(name, help=text)
@@ -180,7 +183,8 @@ def cmd_policy(args: argparse.Namespace) -> int:
     with open_store(cfg, create=action == "set", read_only=action in ("show", "list")) as store:
         if action == "set":
             try:
-                policy = build_policy(PolicySpec(args.authors, args.visibility, args.deny_kind, args.deny_tag))
+                policy = build_policy(PolicySpec(args.authors, args.visibility, args.deny_kind, args.deny_tag,
+                                                 args.deny_writes))
             except ValueError as exc:
                 raise CliError(str(exc)) from None
             set_policy(store, principal, policy)

@@ -57,7 +57,7 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
         raise ControlError("the daemon closed the connection without an answer (see its log)")
     reply: dict[str, Any] = json.loads(raw)
     if not reply.get("ok"):
-        raise ControlError(str(reply.get("error", "unknown error")))
+        raise ControlError(str(reply.get("error", "unknown error")), code=reply.get("code"))
     return reply
 
 
@@ -177,7 +177,7 @@ class ControlServer:
                 try:
                     reply = await self.dispatch(json.loads(raw), uid)
                 except ControlError as exc:
-                    reply = {"ok": False, "error": str(exc)}
+                    reply = {"ok": False, "error": str(exc), **({"code": exc.code} if exc.code else {})}
                 except Exception as exc:
                     log.exception("control request failed")
                     reply = {"ok": False, "error": f"internal error in the daemon ({type(exc).__name__}: {exc}); "
@@ -240,10 +240,15 @@ class ControlServer:
         import base64
 
         from recallfs.query.inbox_file import InboxError, Writer, parse_inbox_file
+        from recallfs.query.policies import get_policy
         from recallfs.query.query_syntax import utc_now
 
         data = base64.b64decode(str(req["data"]), validate=True)
         name = str(req["name"])
+        policy, _ = await self.ops._sync(get_policy, self.ops.store, writer)
+        if not policy.writes:
+            raise ControlError(f"{name}: the policy of {writer.agent} in {writer.workspace_path} denies writes "
+                               "(recallfs policy set --deny-writes)", code="EACCES")
         who = Writer(writer.org, writer.workspace, writer.agent, utc_now())
         try:
             records = parse_inbox_file(name, data, who)

@@ -33,7 +33,12 @@ OWNER_ONLY = frozenset({"ingest", "counts", "inbox"})
 
 
 class ControlError(RuntimeError):
-    """The daemon answered with an error, or cannot be trusted; the message is for the user."""
+    """The daemon answered with an error, or cannot be trusted; the message is for the user. `code`: an
+    errno name a file system answers the error with (the inbox: EACCES for a policy that denies writes)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True, slots=True)

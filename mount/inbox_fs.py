@@ -29,8 +29,8 @@ from recallfs.mount.names import NAME_MAX
 
 ROOT, REJECTED = pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE + 1
 REJECTED_NAME = ".rejected"
-# uid, file name, bytes -> None when remembered, else the reason it was refused (with its line)
-Remember = Callable[[int, str, bytes], "str | None"]
+# uid, file name, bytes -> None when remembered, else (the errno close() fails with, the reason)
+Remember = Callable[[int, str, bytes], "tuple[int, str] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,12 +230,12 @@ class InboxOps(pyfuse3.Operations):
             self._refused(pending, f"the writer (pid {pending.pid}) was killed by signal {killed} before it "
                                    "closed the file")
             return
-        reason = await self._remembered(pending)
-        if reason is None:
+        refused = await self._remembered(pending)
+        if refused is None:
             self._drop(pending)
             return
-        self._refused(pending, reason)
-        raise pyfuse3.FUSEError(errno.EINVAL)
+        self._refused(pending, refused[1])
+        raise pyfuse3.FUSEError(refused[0])
 
     def _refused(self, pending: Pending, reason: str) -> None:
         note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. Fix the file and write it again.\n"
@@ -247,7 +247,7 @@ class InboxOps(pyfuse3.Operations):
         self.rejected[rejected_name(pending.name)], self.notes[kept.ino] = kept, kept
         self._drop(pending)
 
-    async def _remembered(self, pending: Pending) -> str | None:
+    async def _remembered(self, pending: Pending) -> tuple[int, str] | None:
         import trio
 
         return await trio.to_thread.run_sync(self.remember, pending.uid, pending.name, bytes(pending.data))
@@ -331,13 +331,15 @@ def forward_to(store: str) -> Remember:
 
     from recallfs.mount.control import ControlError, request
 
-    def remember(uid: int, name: str, data: bytes) -> str | None:
+    def remember(uid: int, name: str, data: bytes) -> tuple[int, str] | None:
         payload = {"op": "inbox", "uid": uid, "name": name, "data": base64.b64encode(data).decode()}
         try:
             reply = request(store, payload, timeout=600)
         except ControlError as exc:
-            return str(exc)
-        return None if reply is not None else "the daemon holding the store is gone: nothing was stored"
+            return getattr(errno, exc.code or "", errno.EINVAL), str(exc)
+        if reply is None:
+            return errno.ENOTCONN, "the daemon holding the store is gone: nothing was stored"
+        return None
 
     return remember
 

@@ -75,6 +75,12 @@ def _store_v2(conn: Cursor) -> None:
     )
 
 
+def _store_v3(conn: Cursor) -> None:
+    # The write side of a policy: whether the agent may remember through the mount's inbox/ (issue 17).
+    # (DuckDB adds no column with a constraint: NULL reads as true, query/policies.py)
+    conn.execute("ALTER TABLE main.policies ADD COLUMN IF NOT EXISTS writes BOOLEAN DEFAULT true")
+
+
 def _partition_v1(conn: Cursor, schema: str) -> None:
     conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     for table in MEMORY_TABLES:
@@ -131,7 +137,7 @@ def _partition_v3(conn: Cursor, schema: str) -> None:
         conn.execute("INSERT OR REPLACE INTO main.meta VALUES (?, 'pending')", [windows_pending_key(schema)])
 
 
-STORE_MIGRATIONS: list[Callable[[Cursor], None]] = [_store_v1, _store_v2]
+STORE_MIGRATIONS: list[Callable[[Cursor], None]] = [_store_v1, _store_v2, _store_v3]
 PARTITION_MIGRATIONS: list[Callable[[Cursor, str], None]] = [_partition_v1, _partition_v2, _partition_v3]
 STORE_VERSION = len(STORE_MIGRATIONS)
 PARTITION_VERSION = len(PARTITION_MIGRATIONS)

@@ -1,4 +1,4 @@
-"""Read policies stored in `main.policies`: set, show, list, remove (`recallfs policy ...`)."""
+"""Policies stored in `main.policies`: set, show, list, remove (`recallfs policy ...`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from recallfs.scope.principal import Principal
 def set_policy(store: Store, principal: Principal, policy: Policy) -> None:
     with store.transaction() as cur:
         cur.execute(
-            "INSERT OR REPLACE INTO main.policies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO main.policies (org, workspace, agent, authors, visibilities, deny_kinds, "
+            "deny_tags, updated_at, writes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [principal.org, principal.workspace, principal.agent,
              [ALL_AUTHORS] if policy.authors is None else list(policy.authors), list(policy.visibilities),
-             list(policy.deny_kinds), list(policy.deny_tags), datetime.now()],
+             list(policy.deny_kinds), list(policy.deny_tags), datetime.now(), policy.writes],
         )
 
 
@@ -30,18 +31,26 @@ def remove_policy(store: Store, principal: Principal) -> bool:
 
 def get_policy(store: Store, principal: Principal) -> tuple[Policy, bool]:
     """(policy, stored?): the default policy when none is stored."""
+    # a store opened read-only before its migration to version 3 has no `writes` column: true
+    writes = "coalesce(writes, true)" if _has_writes(store) else "true"
     row = store.cursor().execute(
-        "SELECT authors, visibilities, deny_kinds, deny_tags FROM main.policies "
+        f"SELECT authors, visibilities, deny_kinds, deny_tags, {writes} FROM main.policies "
         "WHERE org = ? AND workspace = ? AND agent = ?",
         [principal.org, principal.workspace, principal.agent],
     ).fetchone()
     if row is None:
         return DEFAULT, False
-    authors, vis, kinds, tags = row
+    authors, vis, kinds, tags, writes = row
     return Policy(
         authors=None if ALL_AUTHORS in authors else tuple(authors), visibilities=tuple(vis),
-        deny_kinds=tuple(kinds), deny_tags=tuple(tags),
+        deny_kinds=tuple(kinds), deny_tags=tuple(tags), writes=bool(writes),
     ), True
+
+
+def _has_writes(store: Store) -> bool:
+    return bool(store.cursor().execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = 'policies' "
+        "AND column_name = 'writes'").fetchone()[0])
 
 
 def list_policies(store: Store, org: str, workspace: str) -> list[tuple[str, Policy]]:

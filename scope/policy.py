@@ -1,4 +1,5 @@
-"""Read policies: within a workspace, which memories an agent may read.
+"""Policies: within a workspace, which memories an agent may read, and whether it may write new ones
+through the mount's inbox/.
 
 A policy names the authors an agent may read (or all), the visibilities it may read, and kinds and
 tags it is denied. An agent always reads its own memories, private ones included, unless a denied kind
@@ -19,6 +20,7 @@ class Policy:
     visibilities: tuple[str, ...] = ("workspace",)
     deny_kinds: tuple[str, ...] = ()
     deny_tags: tuple[str, ...] = ()
+    writes: bool = True  # may remember by writing to the mount's inbox/ (EACCES when not)
 
     def describe(self) -> str:
         authors = "all authors" if self.authors is None else "authors " + ", ".join(self.authors)
@@ -27,6 +29,8 @@ class Policy:
             parts.append("denied kinds " + ", ".join(self.deny_kinds))
         if self.deny_tags:
             parts.append("denied tags " + ", ".join(self.deny_tags))
+        if not self.writes:
+            parts.append("no writes")
         return "; ".join(parts)
 
 
@@ -43,6 +47,7 @@ class PolicySpec:
     visibilities: list[str] = field(default_factory=list)
     deny_kinds: list[str] = field(default_factory=list)
     deny_tags: list[str] = field(default_factory=list)
+    deny_writes: bool = False
 
 
 def build_policy(spec: PolicySpec) -> Policy:
@@ -62,4 +67,4 @@ def build_policy(spec: PolicySpec) -> Policy:
     kinds = sorted({k.strip().lower() for item in spec.deny_kinds for k in item.split(",") if k.strip()})
     tags = sorted({t.strip() for item in spec.deny_tags for t in item.split(",") if t.strip()})
     return Policy(authors=authors, visibilities=tuple(sorted(set(vis))), deny_kinds=tuple(kinds),
-                  deny_tags=tuple(tags))
+                  deny_tags=tuple(tags), writes=not spec.deny_writes)

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from mount_helpers import AGENT, SAMPLE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount, wait_until
 
+from conftest import run_cli
+
 pytestmark = [needs_fuse, pytest.mark.mount]
 
 
@@ -134,3 +136,20 @@ def test_everything_outside_inbox_stays_read_only(mounted: Mount) -> None:
         assert proc.returncode != 0 and "Read-only file system" in proc.stderr, (script, proc.stderr)
     proc = sh("echo x > inbox/.rejected/note.md", mounted.path)
     assert proc.returncode != 0, proc.stderr
+
+
+def test_a_policy_that_denies_writes_gets_eacces(tmp_path: Path) -> None:
+    env = base_env(tmp_path)
+    build_store(tmp_path, SAMPLE, env)
+    run_cli("policy", "set", "--deny-writes", env=env, check=True)  # (a policy is set while unmounted)
+    mount = start_mount(tmp_path, env)
+    try:
+        before = counts(mount)
+        with pytest.raises(OSError) as info:
+            with open(mount.path / "inbox" / "denied.md", "w") as fh:
+                fh.write("A memory this agent may not write")
+        assert info.value.errno == errno.EACCES
+        assert "denies writes" in (mount.path / "inbox" / ".rejected" / "denied.md").read_text()
+        assert counts(mount) == before and not facts_named(mount, "may-not-write")
+    finally:
+        stop_mount(mount)
