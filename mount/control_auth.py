@@ -133,10 +133,12 @@ class Access:
         if self.uid_map:
             agent = self.uid_map.get(uid)
             if agent is None:
-                raise ControlError(f"uid {uid} is not in this mount's --map-uid, so it may not write to it")
+                raise ControlError(f"uid {uid} is not in this mount's --map-uid, so it may not write to it",
+                                   code="EACCES")
             return replace(self.principal, agent=agent)
         if not self._admin(uid):
-            raise ControlError(f"uid {uid} may not write to this mount: it serves its owner (uid {self.owner})")
+            raise ControlError(f"uid {uid} may not write to this mount: it serves its owner (uid {self.owner})",
+                               code="EACCES")
         return self.principal
 
     @property

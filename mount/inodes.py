@@ -115,6 +115,12 @@ def identity(entry: Entry) -> tuple[Any, ...]:
     return ("dir", entry.params.get("snapshot"))
 
 
+# inbox/ in every view of a --map-uid mount: one number for all of them and for any caller (mount/views.py).
+# The inbox's own file system is mounted over it, and the kernel detaches a mount whose dentry a lookup
+# or listing answers with another node. (Views number their own inodes from 1 << VIEW_BITS on.)
+SHARED_INBOX_INO = pyfuse3.ROOT_INODE + 1
+
+
 class InodeTable:
     def __init__(self, recall_ttl: float, *, first_ino: int = pyfuse3.ROOT_INODE + 1,
                  shared_root: bool = False) -> None:
@@ -144,8 +150,11 @@ class InodeTable:
         node = self.by_key.get(key)
         if node is not None:
             return node
-        ino = self._next
-        self._next += 1
+        if self.shared_root and entry.kind is Kind.INBOX:
+            ino = SHARED_INBOX_INO
+        else:
+            ino = self._next
+            self._next += 1
         node = Node(
             # only directories need their path (to resolve names below them)
             ino=ino, parent=parent.ino, name=entry.name, kind=entry.kind,

@@ -32,7 +32,10 @@ import trio
 
 from recallfs.mount.boundary import ReadOnly, RefusesWrites, Stats, boundary
 from recallfs.mount.health import Verdict
+from recallfs.mount.inodes import SHARED_INBOX_INO
 from recallfs.mount.operations import VIEW_BITS, MountOps
+
+INBOX_NAME = b"inbox"
 
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
@@ -98,12 +101,16 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
         return number
 
     def _numbered(self, number: int) -> MountOps:
+        if number == SHARED_INBOX_INO:
+            return self.views[0]
         view = self.by_index.get(number >> VIEW_BITS)
         if view is None:
             raise pyfuse3.FUSEError(errno.EBADF)
         return view
 
     async def _inode_op(self, ctx: Any, inode: int, call: Callable[[MountOps], Awaitable[T]]) -> T:
+        if inode == SHARED_INBOX_INO:  # the same empty directory for every caller (the inbox covers it)
+            return await call(self.views[0])
         view = self._caller(ctx)
         self._own(view, inode)
         return await call(view)
@@ -111,10 +118,17 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
     # -- requests with a caller --------------------------------------------------------------------
     @boundary()
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        if parent_inode == pyfuse3.ROOT_INODE and name == INBOX_NAME:
+            # Any caller, the daemon mounting the inbox included: one node, holding nothing of anyone's
+            return await self.views[0].lookup(parent_inode, name, ctx)
         return await self._inode_op(ctx, parent_inode, lambda v: v.lookup(parent_inode, name, ctx))
 
     @boundary()
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        if inode == pyfuse3.ROOT_INODE and getattr(ctx, "uid", -1) not in self.by_uid:
+            # A caller outside the map may stat the root (it lists nothing, opens nothing): the path walk
+            # of the daemon's own inbox mount, over <mount>/inbox, needs it.
+            return await self.views[0].getattr(inode, ctx)
         return await self._inode_op(ctx, inode, lambda v: v.getattr(inode, ctx))
 
     @boundary()
@@ -172,7 +186,7 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         by_view: dict[int, list[tuple[int, int]]] = {}
         for inode, count in inode_list:
-            if inode != pyfuse3.ROOT_INODE:  # pinned in every view
+            if inode not in (pyfuse3.ROOT_INODE, SHARED_INBOX_INO):  # pinned in every view
                 by_view.setdefault(inode >> VIEW_BITS, []).append((inode, count))
         for index, items in by_view.items():
             view = self.by_index.get(index)

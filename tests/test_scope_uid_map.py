@@ -146,3 +146,27 @@ def test_cached_listings_and_pages_never_serve_another_caller(mapped: Mount) -> 
         assert proc.returncode != 0 and "Permission denied" in proc.stderr, (cmd, proc.stderr)
         assert "plover" not in proc.stdout and not any(h in proc.stdout + proc.stderr for h in EXPECTED["auditor"])
     assert mapped.mount_info()["detail"]["unexpected_errors"] == 0
+
+
+def test_two_agents_remember_at_once_each_as_itself(mapped: Mount) -> None:
+    """inbox/ on a --map-uid mount: each writer's files are its mapped agent's memories, also when both write
+    at once, and one that claims the other agent is refused; each view shows the other's as the other's."""
+    m = mapped.path
+    loop = 'for i in $(seq 5); do echo "{a} remembers petrel note $i" > {m}/inbox/{a}-$i.md || exit 1; done'
+    writers = [subprocess.Popen(["runuser", "-u", USERS[agent], "--", "bash", "-c", loop.format(a=agent, m=m)],
+                                stderr=subprocess.PIPE, text=True) for agent in USERS]
+    for proc in writers:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    for agent in USERS:
+        for other in USERS:
+            names = [n for n in as_user(agent, "ls", f"{m}/facts").stdout.split() if f"{other}-remembers-petrel" in n]
+            assert len(names) == 5, (agent, other, names)
+            assert f"agent: {other}\n" in as_user(agent, "cat", f"{m}/facts/{names[0]}").stdout
+    planted = "printf -- '---\\nagent: auditor\\n---\\nplanted\\n' | cat > {m}/inbox/x.md"
+    claim = as_user("reader", "bash", "-c", planted.format(m=m))
+    assert claim.returncode != 0 and "Invalid argument" in claim.stderr, claim.stderr
+    assert "planted" not in as_user("auditor", "grep", "-rl", "planted", f"{m}/facts").stdout
+    note = as_user("reader", "cat", f"{m}/inbox/.rejected/x.md")
+    assert "writes as 'reader', not 'auditor'" in note.stdout
+    assert as_user("auditor", "cat", f"{m}/inbox/.rejected/x.md").returncode != 0  # the writer's own note
