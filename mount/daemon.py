@@ -33,7 +33,6 @@ from recallfs.scope.principal import Principal
 
 log = logging.getLogger("recallfs.mount")
 MOUNT_OPTIONS = ("default_permissions", "ro", "fsname=recallfs", "subtype=recallfs")
-INBOX_MAX_BYTES = 1 << 20  # a file written to inbox/ (EFBIG past it)
 
 
 class MountError(RuntimeError):
@@ -228,8 +227,8 @@ def serve(config: MountConfig) -> int:
     collector.tune_gc()
     code = 0
     try:
-        inbox = InboxProcess(config.store, config.mountpoint, INBOX_MAX_BYTES, allow_other=bool(config.uid_map),
-                             log_path=registry.log_path(config.mountpoint))
+        inbox = InboxProcess(config.store, config.mountpoint, cfg.inbox_max_bytes,
+                             allow_other=bool(config.uid_map), log_path=registry.log_path(config.mountpoint))
         trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}", inbox)
         log.info("unmounting %s", mountpoint)
     except BaseException:
