@@ -48,9 +48,10 @@ def get_policy(store: Store, principal: Principal) -> tuple[Policy, bool]:
 
 
 def _has_writes(store: Store) -> bool:
-    return bool(store.cursor().execute(
+    row = store.cursor().execute(
         "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = 'policies' "
-        "AND column_name = 'writes'").fetchone()[0])
+        "AND column_name = 'writes'").fetchone()
+    return bool(row and row[0])
 
 
 def list_policies(store: Store, org: str, workspace: str) -> list[tuple[str, Policy]]:
