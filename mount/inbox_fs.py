@@ -6,9 +6,10 @@ then sends neither for the whole connection), which keeps warm walks at native s
 no request at close() to answer. Here open, flush and release are served as usual, and a file is
 remembered at its close: the first FLUSH after its last write hands its bytes to `remember` (the daemon
 parses, checks the writer's scope and ingests them in one transaction, query/inbox_file.py), and close()
-returns only after that answer. Accepted, the file leaves inbox/; refused, close() fails with EINVAL and
-`.rejected/<name>.md` says why, for as long as the mount lives. A file never closed (its writer killed
-before the kernel closes it for it) is never remembered.
+returns only after that answer. Accepted, the file leaves inbox/; refused, close() fails with EINVAL (EACCES
+for a policy that denies writes) and `.rejected/<name>.md` says why, for as long as the mount lives. The
+close the kernel makes for a writer killed mid-file is told apart and remembers nothing
+(mount/inbox_state.killed_by). The process around it: mount/inbox_main.py.
 
 Everything is held in memory: a pending file is at most `limit` bytes (EFBIG past it).
 """
@@ -20,43 +21,17 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyfuse3
 
+from recallfs.mount.inbox_state import Note, Pending, killed_by, rejected_name
 from recallfs.mount.names import NAME_MAX
 
 ROOT, REJECTED = pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE + 1
 REJECTED_NAME = ".rejected"
 # uid, file name, bytes -> None when remembered, else (the errno close() fails with, the reason)
 Remember = Callable[[int, str, bytes], "tuple[int, str] | None"]
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """inbox/.rejected/<name>.md: why a file was refused, readable by its writer only (on a --map-uid
-    mount another agent would otherwise read what was refused, and by whom)."""
-
-    ino: int
-    data: bytes
-    uid: int
-    gid: int
-
-
-@dataclass(slots=True)
-class Pending:
-    """A file being written: its bytes, who created it, and whether they changed since the last close."""
-
-    ino: int
-    name: str
-    uid: int
-    gid: int
-    pid: int  # the process that created or opened it last: its death mid-file is not a close
-    data: bytearray = field(default_factory=bytearray)
-    dirty: bool = False
-    handles: int = 0
-    mtime_ns: int = field(default_factory=time.time_ns)
 
 
 class InboxOps(pyfuse3.Operations):
@@ -299,85 +274,3 @@ class InboxOps(pyfuse3.Operations):
         if text.startswith(".") or any("\udc80" <= c <= "\udcff" for c in text):
             raise pyfuse3.FUSEError(errno.EINVAL)  # hidden names are the inbox's own; names are UTF-8
         return text
-
-
-_PF_EXITING = 0x4
-
-
-def killed_by(pid: int) -> int:
-    """The signal that is ending process `pid` now, or 0. A process killed mid-write has its files closed
-    by the kernel as it exits: /proc/<pid>/stat then shows PF_EXITING in its flags (field 9) and the
-    signal in its exit code (field 52), both set before the kernel closes its files."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0
-    try:
-        flags, exit_code = int(fields[9 - 3]), int(fields[52 - 3])
-    except (IndexError, ValueError):
-        return 0
-    return exit_code & 0x7F if flags & _PF_EXITING else 0
-
-
-def rejected_name(name: str) -> str:
-    """inbox/.rejected/<name>.md: `db.md` -> `db.md`, `batch.jsonl` -> `batch.jsonl.md`."""
-    return name if name.lower().endswith(".md") else f"{name}.md"
-
-
-def forward_to(store: str) -> Remember:
-    """`remember` through the control socket of the daemon holding `store` (op "inbox")."""
-    import base64
-
-    from recallfs.mount.control import ControlError, request
-
-    def remember(uid: int, name: str, data: bytes) -> tuple[int, str] | None:
-        payload = {"op": "inbox", "uid": uid, "name": name, "data": base64.b64encode(data).decode()}
-        try:
-            reply = request(store, payload, timeout=600)
-        except ControlError as exc:
-            return getattr(errno, exc.code or "", errno.EINVAL), str(exc)
-        if reply is None:
-            return errno.ENOTCONN, "the daemon holding the store is gone: nothing was stored"
-        return None
-
-    return remember
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m recallfs.mount.inbox_fs STORE MOUNTPOINT LIMIT [allow_other]`: started by the daemon."""
-    import sys
-
-    import trio
-
-    args = sys.argv[1:] if argv is None else argv
-    store, mountpoint, limit = args[0], args[1], int(args[2])
-    ops = InboxOps(forward_to(store), limit=limit, owner=(os.getuid(), os.getgid()))
-    options = {"fsname=recallfs-inbox", "subtype=recallfs", "default_permissions", *args[3:]}
-    pyfuse3.init(ops, mountpoint, options)
-    try:
-        trio.run(_serve)
-    finally:
-        pyfuse3.close(unmount=True)  # also after SIGTERM from the daemon: it unmounts before its own mount
-    return 0
-
-
-async def _serve() -> None:
-    import signal
-
-    import trio
-
-    async with trio.open_nursery() as nursery:
-        async def until_signal() -> None:
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for _ in signals:
-                    nursery.cancel_scope.cancel()
-                    return
-
-        nursery.start_soon(until_signal)
-        await pyfuse3.main()
-        nursery.cancel_scope.cancel()
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -36,7 +36,7 @@ def _die_with_parent() -> None:
 class InboxProcess:
     def __init__(self, store: Path, mountpoint: Path, limit: int, *, allow_other: bool, log_path: Path) -> None:
         self.path = Path(str(mountpoint).rstrip("/") + "/inbox")  # not resolved: that would ask the mount
-        self.argv = [sys.executable, "-m", "recallfs.mount.inbox_fs", str(store), str(self.path), str(limit),
+        self.argv = [sys.executable, "-m", "recallfs.mount.inbox_main", str(store), str(self.path), str(limit),
                      *(["allow_other"] if allow_other else [])]
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None

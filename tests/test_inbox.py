@@ -153,3 +153,14 @@ def test_a_policy_that_denies_writes_gets_eacces(tmp_path: Path) -> None:
         assert counts(mount) == before and not facts_named(mount, "may-not-write")
     finally:
         stop_mount(mount)
+
+
+def test_the_issue_s_example_as_printed(mounted: Mount) -> None:
+    """issue 17's must-show, as the README prints it: the write returns after the commit, the recall lists
+    it first, and its file names the writer's agent."""
+    proc = sh('echo "The staging DB moved to pg-delta on 2026-11-20" > inbox/db.md', mounted.path)
+    assert proc.returncode == 0, proc.stderr
+    listed = sorted(os.listdir(mounted.path / "recall" / "where is the staging db"))
+    assert listed[0].startswith("01-fact-the-staging-db-moved-to-pg-delta"), listed
+    hit = (mounted.path / "recall" / "where is the staging db" / listed[0]).read_text()
+    assert f"agent: {AGENT}\n" in hit and "pg-delta" in hit

@@ -1,0 +1,65 @@
+"""The inbox process (mount/inbox_process.py starts it): `python -m recallfs.mount.inbox_main STORE
+MOUNTPOINT LIMIT [allow_other]` serves mount/inbox_fs.py's InboxOps over <mount>/inbox, handing each
+closed file to the daemon that holds STORE (control op "inbox"), and unmounts on SIGTERM."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import sys
+
+import pyfuse3
+import trio
+
+from recallfs.mount.inbox_fs import InboxOps, Remember
+
+
+def forward_to(store: str) -> Remember:
+    """`remember` through the control socket of the daemon holding `store` (op "inbox")."""
+    import base64
+
+    from recallfs.mount.control import ControlError, request
+
+    def remember(uid: int, name: str, data: bytes) -> tuple[int, str] | None:
+        payload = {"op": "inbox", "uid": uid, "name": name, "data": base64.b64encode(data).decode()}
+        try:
+            reply = request(store, payload, timeout=600)
+        except ControlError as exc:
+            return getattr(errno, exc.code or "", errno.EINVAL), str(exc)
+        if reply is None:
+            return errno.ENOTCONN, "the daemon holding the store is gone: nothing was stored"
+        return None
+
+    return remember
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until the kernel ends the session or a signal comes (module doc)."""
+    args = sys.argv[1:] if argv is None else argv
+    store, mountpoint, limit = args[0], args[1], int(args[2])
+    ops = InboxOps(forward_to(store), limit=limit, owner=(os.getuid(), os.getgid()))
+    options = {"fsname=recallfs-inbox", "subtype=recallfs", "default_permissions", *args[3:]}
+    pyfuse3.init(ops, mountpoint, options)
+    try:
+        trio.run(_serve)
+    finally:
+        pyfuse3.close(unmount=True)  # also after SIGTERM from the daemon: it unmounts before its own mount
+    return 0
+
+
+async def _serve() -> None:
+    async with trio.open_nursery() as nursery:
+        async def until_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+        nursery.start_soon(until_signal)
+        await pyfuse3.main()
+        nursery.cancel_scope.cancel()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
