@@ -43,11 +43,14 @@ class InboxOps(pyfuse3.Operations):
         self.remember = remember
         self.limit = limit
         self.owner = owner  # the directories' owner (the daemon's user)
-        self.files: dict[str, Pending] = {}
+        # Each writer (uid) has its own names: two agents may both write notes.md, and none sees, opens or
+        # lists another's files or notes (on a --map-uid mount every mapped user writes here).
+        self.files: dict[tuple[int, str], Pending] = {}
         self.by_ino: dict[int, Pending] = {}
-        self.rejected: dict[str, Note] = {}  # name -> the note saying why it was refused
+        self.rejected: dict[tuple[int, str], Note] = {}  # (uid, name) -> the note saying why it was refused
         self.notes: dict[int, Note] = {}  # the same notes by inode
         self.handles: dict[int, Pending] = {}
+        self.dirs_open: dict[int, tuple[int, int]] = {}  # fh -> (directory, the uid that opened it)
         self.notes_open: dict[int, bytes] = {}  # fh -> the note a reader of .rejected/ opened
         self._next_ino = REJECTED + 1
         self._next_fh = 1
@@ -78,44 +81,53 @@ class InboxOps(pyfuse3.Operations):
         if inode in (ROOT, REJECTED):
             return self._dir_attr(inode)
         pending = self.by_ino.get(inode)
-        if pending is not None:
+        if pending is not None and _sees(ctx, pending.uid):
             return self._file_attr(pending)
         note = self.notes.get(inode)
-        if note is not None:
-            return self._attr(inode, stat.S_IFREG | 0o400, len(note.data), note.uid, note.gid)
+        if note is not None and _sees(ctx, note.uid):
+            return self._note_attr(note)
         raise pyfuse3.FUSEError(errno.ENOENT)
+
+    def _note_attr(self, note: Note) -> pyfuse3.EntryAttributes:
+        return self._attr(note.ino, stat.S_IFREG | 0o400, len(note.data), note.uid, note.gid)
 
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
         text = os.fsdecode(name)
         if text in (".", ".."):
             return self._dir_attr(ROOT if text == ".." or parent_inode == ROOT else REJECTED)
+        key = (ctx.uid, text)
         if parent_inode == ROOT:
             if text == REJECTED_NAME:
                 return self._dir_attr(REJECTED)
-            if text in self.files:
-                return self._file_attr(self.files[text])
-        elif parent_inode == REJECTED and text in self.rejected:
-            return await self.getattr(self.rejected[text].ino)
+            if key in self.files:
+                return self._file_attr(self.files[key])
+        elif parent_inode == REJECTED and key in self.rejected:
+            return self._note_attr(self.rejected[key])
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     async def opendir(self, inode: int, ctx: Any = None) -> int:
         if inode not in (ROOT, REJECTED):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
-        return inode
+        fh = self._next_fh
+        self._next_fh += 1
+        self.dirs_open[fh] = (inode, ctx.uid)  # readdir has no caller: its handle says whose names to list
+        return fh
 
     async def readdir(self, fh: int, start_id: int, token: Any) -> None:
-        if fh == ROOT:
+        inode, uid = self.dirs_open.get(fh, (ROOT, -1))
+        if inode == ROOT:
             entries = [(REJECTED_NAME, self._dir_attr(REJECTED)),
-                       *((name, self._file_attr(p)) for name, p in sorted(self.files.items()))]
+                       *((name, self._file_attr(p)) for (owner, name), p in sorted(self.files.items())
+                         if owner == uid)]
         else:
-            entries = [(name, await self.getattr(self.rejected[name].ino)) for name in sorted(self.rejected)]
+            entries = [(name, self._note_attr(n)) for (owner, name), n in sorted(self.rejected.items()) if owner == uid]
         for position in range(start_id, len(entries)):
             name, attr = entries[position]
             if not pyfuse3.readdir_reply(token, os.fsencode(name), attr, position + 1):
                 return
 
     async def releasedir(self, fh: int) -> None:
-        pass
+        self.dirs_open.pop(fh, None)
 
     # -- writing -----------------------------------------------------------------------------------
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
@@ -123,13 +135,11 @@ class InboxOps(pyfuse3.Operations):
         if parent_inode != ROOT:
             raise pyfuse3.FUSEError(errno.EROFS if parent_inode == REJECTED else errno.ENOTDIR)
         text = self._checked_name(name)
-        pending = self.files.get(text)
+        pending = self.files.get((ctx.uid, text))
         if pending is None:
             pending = Pending(self._next_ino, text, ctx.uid, ctx.gid, ctx.pid)
             self._next_ino += 1
-            self.files[text], self.by_ino[pending.ino] = pending, pending
-        elif pending.uid != ctx.uid:
-            raise pyfuse3.FUSEError(errno.EACCES)  # another writer's file, not yet closed
+            self.files[(ctx.uid, text)], self.by_ino[pending.ino] = pending, pending
         del pending.data[:]
         pending.pid = ctx.pid
         return self._open(pending), self._file_attr(pending)
@@ -138,7 +148,7 @@ class InboxOps(pyfuse3.Operations):
         pending = self.by_ino.get(inode)
         if pending is None:
             note = self.notes.get(inode)
-            if note is None:
+            if note is None or not _sees(ctx, note.uid):
                 raise pyfuse3.FUSEError(errno.ENOENT)
             if flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
                 raise pyfuse3.FUSEError(errno.EROFS)  # the notes in .rejected/ are read-only
@@ -146,8 +156,8 @@ class InboxOps(pyfuse3.Operations):
             self._next_fh += 1
             self.notes_open[fh] = note.data
             return pyfuse3.FileInfo(fh=fh, direct_io=True)
-        if pending.uid != ctx.uid:
-            raise pyfuse3.FUSEError(errno.EACCES)
+        if not _sees(ctx, pending.uid):
+            raise pyfuse3.FUSEError(errno.ENOENT)
         if flags & os.O_TRUNC:
             del pending.data[:]
             pending.dirty = True
@@ -214,12 +224,13 @@ class InboxOps(pyfuse3.Operations):
 
     def _refused(self, pending: Pending, reason: str) -> None:
         note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. Fix the file and write it again.\n"
-        old = self.rejected.get(rejected_name(pending.name))
+        key = (pending.uid, rejected_name(pending.name))
+        old = self.rejected.get(key)
         if old is not None:
             del self.notes[old.ino]
         kept = Note(self._next_ino, note.encode(), pending.uid, pending.gid)
         self._next_ino += 1
-        self.rejected[rejected_name(pending.name)], self.notes[kept.ino] = kept, kept
+        self.rejected[key], self.notes[kept.ino] = kept, kept
         self._drop(pending)
 
     async def _remembered(self, pending: Pending) -> tuple[int, str] | None:
@@ -235,16 +246,12 @@ class InboxOps(pyfuse3.Operations):
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
         text = os.fsdecode(name)
-        if parent_inode == REJECTED and text in self.rejected:
-            if self.rejected[text].uid != ctx.uid and ctx.uid != 0:
-                raise pyfuse3.FUSEError(errno.EACCES)
-            del self.notes[self.rejected.pop(text).ino]
+        if parent_inode == REJECTED and (ctx.uid, text) in self.rejected:
+            del self.notes[self.rejected.pop((ctx.uid, text)).ino]
             return
-        pending = self.files.get(text) if parent_inode == ROOT else None
+        pending = self.files.get((ctx.uid, text)) if parent_inode == ROOT else None
         if pending is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
-        if pending.uid != ctx.uid:
-            raise pyfuse3.FUSEError(errno.EACCES)
         self._drop(pending)
 
     async def statfs(self, ctx: Any = None) -> pyfuse3.StatvfsData:
@@ -262,8 +269,8 @@ class InboxOps(pyfuse3.Operations):
 
     def _drop(self, pending: Pending) -> None:
         """The file leaves inbox/ (remembered or refused); handles still open keep writing to nothing."""
-        if self.files.get(pending.name) is pending:
-            del self.files[pending.name]
+        if self.files.get((pending.uid, pending.name)) is pending:
+            del self.files[(pending.uid, pending.name)]
         self.by_ino.pop(pending.ino, None)
 
     @staticmethod
@@ -274,3 +281,8 @@ class InboxOps(pyfuse3.Operations):
         if text.startswith(".") or any("\udc80" <= c <= "\udcff" for c in text):
             raise pyfuse3.FUSEError(errno.EINVAL)  # hidden names are the inbox's own; names are UTF-8
         return text
+
+
+def _sees(ctx: Any, uid: int) -> bool:
+    """A writer's files and notes are its own (the kernel asks some attributes with no caller: ctx None)."""
+    return ctx is None or getattr(ctx, "uid", uid) == uid

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,3 +171,13 @@ def test_two_agents_remember_at_once_each_as_itself(mapped: Mount) -> None:
     note = as_user("reader", "cat", f"{m}/inbox/.rejected/x.md")
     assert "writes as 'reader', not 'auditor'" in note.stdout
     assert as_user("auditor", "cat", f"{m}/inbox/.rejected/x.md").returncode != 0  # the writer's own note
+    assert as_user("auditor", "ls", f"{m}/inbox/.rejected").stdout.split() == []
+    # A file being written is its writer's alone: another writer's file of the same name is another file.
+    held = subprocess.Popen(["runuser", "-u", USERS["reader"], "--", "bash", "-c",
+                             f"exec 3> {m}/inbox/same.md; echo reader >&3; sleep 2"])
+    time.sleep(0.5)
+    assert as_user("auditor", "ls", f"{m}/inbox").stdout.split() == []
+    same = as_user("auditor", "bash", "-c", f"echo 'auditor writes same-name heron' > {m}/inbox/same.md")
+    assert same.returncode == 0, same.stderr
+    held.wait(30)
+    assert [n for n in as_user("auditor", "ls", f"{m}/facts").stdout.split() if "same-name-heron" in n]
