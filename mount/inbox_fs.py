@@ -54,21 +54,24 @@ class InboxOps(pyfuse3.Operations):
         self.notes_open: dict[int, bytes] = {}  # fh -> the note a reader of .rejected/ opened
         self._next_ino = REJECTED + 1
         self._next_fh = 1
+        # A directory's times change when a name in it does, not on every stat: tar and rsync compare them
+        self.changed_ns = {ROOT: time.time_ns(), REJECTED: time.time_ns()}
 
     # -- attributes --------------------------------------------------------------------------------
     def _dir_attr(self, ino: int) -> pyfuse3.EntryAttributes:
-        attr = self._attr(ino, stat.S_IFDIR | 0o1777, 0, *self.owner)  # sticky: each writer owns its files
+        # 1777: anyone the mount lets in may write here; sticky, so each writer owns its files
+        attr = self._attr(ino, stat.S_IFDIR | 0o1777, 0, *self.owner, self.changed_ns[ino])
         attr.st_nlink = 2
         return attr
 
-    def _attr(self, ino: int, mode: int, size: int, uid: int, gid: int, mtime_ns: int = 0) -> pyfuse3.EntryAttributes:
+    def _attr(self, ino: int, mode: int, size: int, uid: int, gid: int, mtime_ns: int) -> pyfuse3.EntryAttributes:
         attr = pyfuse3.EntryAttributes()
         attr.st_ino = ino
         attr.st_mode = mode
         attr.st_size = size
         attr.st_uid, attr.st_gid = uid, gid
         attr.st_nlink = 1
-        attr.st_atime_ns = attr.st_mtime_ns = attr.st_ctime_ns = mtime_ns or time.time_ns()
+        attr.st_atime_ns = attr.st_mtime_ns = attr.st_ctime_ns = mtime_ns
         attr.attr_timeout = attr.entry_timeout = 0  # everything here changes under the kernel's feet
         return attr
 
@@ -89,7 +92,7 @@ class InboxOps(pyfuse3.Operations):
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     def _note_attr(self, note: Note) -> pyfuse3.EntryAttributes:
-        return self._attr(note.ino, stat.S_IFREG | 0o400, len(note.data), note.uid, note.gid)
+        return self._attr(note.ino, stat.S_IFREG | 0o400, len(note.data), note.uid, note.gid, note.mtime_ns)
 
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
         text = os.fsdecode(name)
@@ -140,6 +143,7 @@ class InboxOps(pyfuse3.Operations):
             pending = Pending(self._next_ino, text, ctx.uid, ctx.gid, ctx.pid)
             self._next_ino += 1
             self.files[(ctx.uid, text)], self.by_ino[pending.ino] = pending, pending
+            self.changed_ns[ROOT] = time.time_ns()
         del pending.data[:]
         pending.pid = ctx.pid
         return self._open(pending), self._file_attr(pending)
@@ -231,6 +235,7 @@ class InboxOps(pyfuse3.Operations):
         kept = Note(self._next_ino, note.encode(), pending.uid, pending.gid)
         self._next_ino += 1
         self.rejected[key], self.notes[kept.ino] = kept, kept
+        self.changed_ns[REJECTED] = time.time_ns()
         self._drop(pending)
 
     async def _remembered(self, pending: Pending) -> tuple[int, str] | None:
@@ -248,6 +253,7 @@ class InboxOps(pyfuse3.Operations):
         text = os.fsdecode(name)
         if parent_inode == REJECTED and (ctx.uid, text) in self.rejected:
             del self.notes[self.rejected.pop((ctx.uid, text)).ino]
+            self.changed_ns[REJECTED] = time.time_ns()
             return
         pending = self.files.get((ctx.uid, text)) if parent_inode == ROOT else None
         if pending is None:
@@ -271,6 +277,7 @@ class InboxOps(pyfuse3.Operations):
         """The file leaves inbox/ (remembered or refused); handles still open keep writing to nothing."""
         if self.files.get((pending.uid, pending.name)) is pending:
             del self.files[(pending.uid, pending.name)]
+            self.changed_ns[ROOT] = time.time_ns()
         self.by_ino.pop(pending.ino, None)
 
     @staticmethod

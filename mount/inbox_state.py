@@ -16,6 +16,7 @@ class Note:
     data: bytes
     uid: int
     gid: int
+    mtime_ns: int = field(default_factory=time.time_ns)
 
 
 @dataclass(slots=True)
