@@ -320,3 +320,44 @@ def test_leak_matrix_plain_mounts_lexical(world: dict) -> None:
             stop_mount(mount)
     print(f"\nleak matrix (plain mounts, lexical): {reads} attempted reads, 0 leaks")
     assert reads >= 1000
+
+
+def test_leak_matrix_writes(world: dict) -> None:
+    """The matrix extended to writes (issue 17), on a --map-uid mount: a file that claims another agent or
+    workspace stores nothing; what a reader writes is stored as that reader, and every view that may read
+    it shows it as the reader's; no reader sees another's pending files or notes; a uid outside the map
+    stores nothing. Last in the module: it changes the store."""
+    env = world["env_for"](world["full"])
+    maps = [a for reader, uid in world["uids"].items() for a in ("--map-uid", f"{uid}={reader}")]
+    mount = _mount(world["base"], env, "writes", *maps)
+    m = mount.path
+    try:
+        for reader in READERS:
+            as_reader = Matrix(m, USERS[reader], env)
+            other = next(r for r in READERS if r != reader)
+            for claim in (f"agent: {other}", f"workspace: {ORG}/elsewhere"):
+                proc = as_reader.sh("bash", "-c", f"printf -- '---\\n{claim}\\n---\\nplanted by {reader}\\n' "
+                                                  f"| cat > {m}/inbox/plant.md")
+                assert proc.returncode != 0 and "Invalid argument" in proc.stderr, (reader, claim, proc.stderr)
+            proc = as_reader.sh("bash", "-c", f"echo 'petrel {reader} wrote this itself' | cat > {m}/inbox/own.md")
+            assert proc.returncode == 0, proc.stderr
+        outsider = Matrix(m, OUTSIDER, env).sh("bash", "-c", f"echo 'petrel outsider' | cat > {m}/inbox/o.md")
+        assert outsider.returncode != 0 and "Permission denied" in outsider.stderr, outsider.stderr
+        for viewer in READERS:
+            as_viewer = Matrix(m, USERS[viewer], env)
+            assert as_viewer.sh("grep", "-rl", "planted", f"{m}/facts", f"{m}/history").stdout == ""
+            assert "petrel outsider" not in as_viewer.sh("grep", "-rh", "petrel", f"{m}/facts").stdout
+            seen = {}
+            for path in as_viewer.sh("grep", "-rl", "wrote this itself", f"{m}/facts").stdout.split():
+                text = as_viewer.sh("cat", path).stdout
+                writer = re.search(r"petrel (\w+) wrote", text)
+                assert writer is not None and f"agent: {writer.group(1)}\n" in text, text
+                seen[writer.group(1)] = path
+            assert viewer in seen  # its own, whatever its policy
+            assert as_viewer.sh("ls", "-A", f"{m}/inbox").stdout.split() == [".rejected"]
+            assert as_viewer.sh("ls", f"{m}/inbox/.rejected").stdout.split() == ["plant.md"]
+            note = as_viewer.sh("cat", f"{m}/inbox/.rejected/plant.md").stdout
+            assert f"planted by {viewer}" not in note and "elsewhere" in note  # its own last refusal only
+        assert mount.mount_info()["detail"]["unexpected_errors"] == 0
+    finally:
+        stop_mount(mount)
