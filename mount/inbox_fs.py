@@ -195,8 +195,9 @@ class InboxOps(pyfuse3.Operations):
 
     async def setattr(self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any = None) -> Any:
         pending = self.by_ino.get(inode)
-        if pending is None:
-            raise pyfuse3.FUSEError(errno.EROFS if inode != ROOT else errno.EPERM)
+        if pending is None or not _sees(ctx, pending.uid):
+            raise pyfuse3.FUSEError(errno.EPERM if inode in (ROOT, REJECTED) else
+                                    errno.EROFS if inode in self.notes else errno.ENOENT)
         if fields.update_size:
             if attr.st_size > self.limit:
                 raise pyfuse3.FUSEError(errno.EFBIG)
@@ -244,10 +245,15 @@ class InboxOps(pyfuse3.Operations):
         return await trio.to_thread.run_sync(self.remember, pending.uid, pending.name, bytes(pending.data))
 
     async def release(self, fh: int) -> None:
+        """The last close of an open file (every dup of its descriptor closed). A file nothing was ever
+        written to (`touch`) leaves here: there is nothing to remember or refuse. Not at its FLUSH: a
+        shell's redirection closes one descriptor of the file before the command writes to the other."""
         self.notes_open.pop(fh, None)
         pending = self.handles.pop(fh, None)
         if pending is not None:
             pending.handles -= 1
+            if pending.handles <= 0 and not pending.data and not pending.dirty:
+                self._drop(pending)
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
         text = os.fsdecode(name)
@@ -259,6 +265,31 @@ class InboxOps(pyfuse3.Operations):
         if pending is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         self._drop(pending)
+
+    # -- what the inbox does not take: one answer each, as the README's errno table says -------------
+    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        raise pyfuse3.FUSEError(errno.EPERM)  # files only
+
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
+        raise pyfuse3.FUSEError(errno.EPERM if name == os.fsencode(REJECTED_NAME) else errno.ENOENT)
+
+    async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
+                     flags: int, ctx: Any = None) -> None:
+        raise pyfuse3.FUSEError(errno.EPERM)  # a file is remembered under the name it was closed with
+
+    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    async def link(self, inode: int, new_parent_inode: int, new_name: bytes,
+                   ctx: Any = None) -> pyfuse3.EntryAttributes:
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int,
+                    ctx: Any = None) -> pyfuse3.EntryAttributes:
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    async def readlink(self, inode: int, ctx: Any = None) -> bytes:
+        raise pyfuse3.FUSEError(errno.EINVAL)
 
     async def statfs(self, ctx: Any = None) -> pyfuse3.StatvfsData:
         data = pyfuse3.StatvfsData()

@@ -33,6 +33,7 @@ DAEMON_ONLY = {
     "max_rows": "a setting of the mount's listings",
     "recall_ttl_s": "a setting of the mount's recall/ directories",
     "log_level": "a setting of the daemon's log",
+    "inbox_max_bytes": "a setting of the mount's inbox/",
 }
 
 _NAMES = frozenset(s.name for s in settings_mod.SETTINGS)

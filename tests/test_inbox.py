@@ -129,6 +129,15 @@ def test_jsonl_and_limits(mounted: Mount, tmp_path: Path) -> None:
         assert info.value.errno == errno.EINVAL
 
 
+def test_an_empty_file_touched_stores_nothing_and_leaves(mounted: Mount) -> None:
+    before = counts(mounted)
+    proc = sh("touch inbox/empty.md", mounted.path)
+    assert proc.returncode == 0, proc.stderr
+    # it leaves at its last close (RELEASE, which the kernel sends after close() returns)
+    assert wait_until(lambda: "empty.md" not in os.listdir(mounted.path / "inbox"))
+    assert counts(mounted) == before
+
+
 def test_everything_outside_inbox_stays_read_only(mounted: Mount) -> None:
     for script in ("touch facts/new.md", "echo x > index.md", "mkdir sessions/new", "echo x > recall/README.md",
                    "rm -f facts/*.md", "echo x > new-at-root.md"):
