@@ -107,39 +107,26 @@ class FlatVectors:
             out[~low] = self._tail[positions[~low] - split]
         return out
 
-    def blocks(self, start: int = 0, size: int = BLOCK) -> Iterator[np.ndarray]:
-        """The vectors from `start` on, a block at a time, in order (copies: a block outlives the pass)."""
+    def blocks(self, start: int = 0, size: int = BLOCK, *, copy: bool = True) -> Iterator[np.ndarray]:
+        """The vectors from `start` on, a block at a time, in order: copies, since a block may outlive the
+        pass; `copy=False` for a pass that keeps none (resident windows are then read in place)."""
         split = self.base_count
         for at in range(start, self.ntotal, size):
             stop = min(at + size, self.ntotal)
             if stop <= split:
-                yield self._read_base(at, stop)
+                yield self._read_base(at, stop, copy)
             elif at >= split:
-                yield self._tail[at - split: stop - split].copy()
+                tail = self._tail[at - split: stop - split]
+                yield tail.copy() if copy else tail
             else:
-                yield np.concatenate([self._read_base(at, split), self._tail[: stop - split]])
-
-    def _views(self) -> Iterator[np.ndarray]:
-        """blocks() for a pass that keeps none of them: the resident windows are not copied."""
-        if self._disk_count:
-            yield from self.blocks()
-            return
-        split = self.base_count
-        for at in range(0, self.ntotal, BLOCK):
-            stop = min(at + BLOCK, self.ntotal)
-            if stop <= split:
-                yield self._base[at:stop]
-            elif at >= split:
-                yield self._tail[at - split: stop - split]
-            else:
-                yield np.concatenate([self._base[at:split], self._tail[: stop - split]])
+                yield np.concatenate([self._read_base(at, split, copy), self._tail[: stop - split]])
 
     def rows(self, positions: np.ndarray) -> np.ndarray:
         """gather() for many positions in ascending order, read a block at a time (a training sample)."""
         positions = np.asarray(positions, dtype=np.int64)
         out = np.empty((len(positions), self.dim), dtype=np.float32)
         at = 0
-        for start, block in zip(range(0, self.ntotal, BLOCK), self._views(), strict=False):
+        for start, block in zip(range(0, self.ntotal, BLOCK), self.blocks(copy=False), strict=False):
             upto = int(np.searchsorted(positions, start + len(block)))
             out[at:upto] = block[positions[at:upto] - start]
             at = upto
@@ -150,7 +137,7 @@ class FlatVectors:
         position: the exact scan, a block at a time."""
         best_pos = np.zeros(0, dtype=np.int64)
         best = np.zeros(0, dtype=np.float32)
-        for start, block in zip(range(0, self.ntotal, BLOCK), self._views(), strict=False):
+        for start, block in zip(range(0, self.ntotal, BLOCK), self.blocks(copy=False), strict=False):
             keep = np.flatnonzero(mask[start: start + len(block)])
             if not len(keep):
                 continue
@@ -171,9 +158,9 @@ class FlatVectors:
         for block in self.blocks():
             fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
 
-    def _read_base(self, start: int, stop: int) -> np.ndarray:
+    def _read_base(self, start: int, stop: int, copy: bool = True) -> np.ndarray:
         if not self._disk_count:
-            return np.array(self._base[start:stop], dtype=np.float32)
+            return np.array(self._base[start:stop], dtype=np.float32) if copy else self._base[start:stop]
         out = np.empty((stop - start, self.dim), dtype=np.float32)
         self._pread(memoryview(out.data).cast("B"), start)
         return out
