@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from recallfs.query.importers.jsonl import JsonLineError, json_lines
 from recallfs.query.records import MemoryRecord, RecordError, derive_id, parse_record
 
 FRONT = "---"
@@ -74,18 +75,13 @@ def _decoded(data: bytes) -> str:
 
 def _jsonl(name: str, text: str, writer: Writer) -> list[MemoryRecord]:
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("//"):
-            continue
-        try:
-            obj = json.loads(stripped)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            raise InboxError(f"malformed JSON: {detail}", number) from None
-        if not isinstance(obj, dict):
-            raise InboxError(f"expected a JSON object, got {type(obj).__name__}", number)
-        records.append(_record(obj, writer, name, at=lambda _field, n=number: n))
+    try:
+        for number, obj in json_lines(text):
+            if not isinstance(obj, dict):
+                raise InboxError(f"expected a JSON object, got {type(obj).__name__}", number)
+            records.append(_record(obj, writer, name, at=lambda _field, n=number: n))
+    except JsonLineError as exc:
+        raise InboxError(f"malformed JSON: {exc.detail}", exc.line) from None
     if not records:
         raise InboxError("the file holds no record")
     return records

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from recallfs.query.ingest import IngestError
 from recallfs.query.records import MemoryRecord, RecordError, parse_record
 
 
-def parse_jsonl_text(text: str, *, name: str, org: str, workspace: str, agent: str) -> list[MemoryRecord]:
-    """Validate every line before anything is written; the first bad line fails the batch."""
-    records: list[MemoryRecord] = []
+class JsonLineError(ValueError):
+    """A line that is not JSON: its 1-based number and what is wrong."""
+
+    def __init__(self, line: int, detail: str) -> None:
+        super().__init__(f"line {line}: malformed JSON: {detail}")
+        self.line = line
+        self.detail = detail
+
+
+def json_lines(text: str) -> Iterator[tuple[int, Any]]:
+    """(line number, decoded value) of every record line; blank lines and `//` comments are skipped.
+    Raises JsonLineError at the first line that does not decode."""
     for lineno, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
@@ -19,14 +30,24 @@ def parse_jsonl_text(text: str, *, name: str, org: str, workspace: str, agent: s
         try:
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise IngestError(f"{name}:{lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from None
+            raise JsonLineError(lineno, f"{exc.msg} (column {exc.colno})") from None
         except RecursionError:  # the decoder recurses once per level: "[[[[..." 100k deep
-            raise IngestError(f"{name}:{lineno}: malformed JSON: nested too deeply (a record is one object of "
-                              "strings, numbers and lists of strings)") from None
-        try:
-            records.append(parse_record(obj, org=org, workspace=workspace, agent=agent, source=f"jsonl:{name}"))
-        except RecordError as exc:
-            raise IngestError(f"{name}:{lineno}: {exc}") from None
+            raise JsonLineError(lineno, "nested too deeply (a record is one object of strings, numbers and "
+                                "lists of strings)") from None
+        yield lineno, obj
+
+
+def parse_jsonl_text(text: str, *, name: str, org: str, workspace: str, agent: str) -> list[MemoryRecord]:
+    """Validate every line before anything is written; the first bad line fails the batch."""
+    records: list[MemoryRecord] = []
+    try:
+        for lineno, obj in json_lines(text):
+            try:
+                records.append(parse_record(obj, org=org, workspace=workspace, agent=agent, source=f"jsonl:{name}"))
+            except RecordError as exc:
+                raise IngestError(f"{name}:{lineno}: {exc}") from None
+    except JsonLineError as exc:
+        raise IngestError(f"{name}:{exc.line}: malformed JSON: {exc.detail}") from None
     return records
 
 
