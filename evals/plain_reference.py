@@ -21,9 +21,11 @@ import numpy as np
 from recallfs.evals.plain_bm25 import PlainBM25, rrf, top
 from recallfs.evals.relevance import HitRef
 from recallfs.query.gate import scope_clause
+from recallfs.query.half_vectors import from_stored
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
+from recallfs.query.vector_meta import embedding_is_half
 from recallfs.scope.principal import Principal
 
 REFERENCE_ARMS = ("plain_bm25", "plain_cosine", "plain_rrf")
@@ -68,13 +70,14 @@ def _load_vectors(store: Store, schema: str, position: dict[int, int]) -> tuple[
         return np.zeros((len(position), 1), dtype=np.float32), has_vector
     # One vector per row, as a plain top-k has: the row's first window (its opening, what the model
     # reads of a long text without windows: query/chunks.py)
-    rows = cur.execute(f"SELECT rid, embedding FROM {schema}.vectors WHERE chunk = 0").fetchall()
-    dim = len(rows[0][1]) if rows else 1
+    res = cur.execute(f"SELECT rid, embedding FROM {schema}.vectors WHERE chunk = 0").fetchnumpy()
+    dim = len(res["embedding"][0]) if len(res["rid"]) else 1
+    stored = from_stored(res["embedding"], dim, half=embedding_is_half(cur, schema))
     vectors = np.zeros((len(position), dim), dtype=np.float32)
-    for rid, embedding in rows:
+    for rid, embedding in zip(res["rid"].tolist(), stored, strict=True):
         pos = position.get(int(rid))
         if pos is not None:
-            vectors[pos] = np.asarray(embedding, dtype=np.float32)
+            vectors[pos] = embedding
             has_vector[pos] = True
     return vectors, has_vector
 

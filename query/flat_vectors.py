@@ -1,4 +1,4 @@
-"""The float32 vectors of a table's windows, by position: the saved file (read into memory for a small
+"""The vectors of a table's windows, by position, as float32: the saved file (read into memory for a small
 table, left on disk and read row by row for a large one), and the windows appended since, in memory.
 
 Why on disk: at a million windows the vectors are 1.5 GB, and a recall reads a few hundred of them (the
@@ -9,7 +9,8 @@ measured first and dropped: each fault maps the pages around the row too (fault-
 so 15,000 random rows put 856 MB of the file in the resident set. Whole passes (encoding codes,
 training lists, an exact scan, writing the file) read a block of BLOCK windows at a time.
 
-The file is a plain `.npy` array (float32, C order): anything that reads `.npy` can read it.
+The file is a plain `.npy` array (float16, C order: the values the store holds, query/half_vectors.py),
+half the bytes of float32 on disk and in the page cache: anything that reads `.npy` can read it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Iterator
 from typing import IO
 
 import numpy as np
+
+from recallfs.query.half_vectors import HALF
 
 BLOCK = 32_768  # windows per block of a whole pass (48 MB at 384 dimensions)
 RESIDENT_MAX = 256 << 20  # bytes: a table's saved vectors up to this size are read into memory (faster gathers)
@@ -47,21 +50,21 @@ class FlatVectors:
 
     @classmethod
     def open(cls, path: str, resident_max: int | None = None) -> FlatVectors:
-        """The vectors of a file write() made: read into memory up to `resident_max` bytes (RESIDENT_MAX),
-        else left on disk. Raises ValueError for a file that is not a 2-d float32 array."""
+        """The vectors of a file write() made: read into memory (as float32) up to `resident_max` bytes of
+        float32 (RESIDENT_MAX), else left on disk. Raises ValueError for a file that is not a 2-d float16
+        array."""
         with open(path, "rb") as fh:
             major, _ = np.lib.format.read_magic(fh)
             read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
             shape, fortran, dtype = read_header(fh)
-            if len(shape) != 2 or fortran or dtype != np.dtype("<f4"):
-                raise ValueError(f"not a float32 matrix: {dtype} {shape}")
+            if len(shape) != 2 or fortran or dtype != HALF:
+                raise ValueError(f"not a float16 matrix: {dtype} {shape}")
             offset = fh.tell()
-            size = shape[0] * shape[1] * 4
-            if os.fstat(fh.fileno()).st_size != offset + size:
+            if os.fstat(fh.fileno()).st_size != offset + shape[0] * shape[1] * HALF.itemsize:
                 raise ValueError("the file's size does not match its header")
             out = cls(int(shape[1]))
             out._fd, out._offset, out._disk_count = fh.fileno(), offset, int(shape[0])
-            if size <= (RESIDENT_MAX if resident_max is None else resident_max):
+            if shape[0] * shape[1] * 4 <= (RESIDENT_MAX if resident_max is None else resident_max):
                 out._base = np.concatenate(list(out.blocks())) if shape[0] else out._base
                 out._fd, out._disk_count = -1, 0  # read: no descriptor kept (a daemon may serve many partitions)
                 return out
@@ -152,27 +155,30 @@ class FlatVectors:
         return best_pos[order], best[order]
 
     def write(self, fh: IO[bytes]) -> None:
-        """The whole array as `.npy`, a block at a time."""
+        """The whole array as a float16 `.npy`, a block at a time (the vectors are the store's, already
+        float16 values: nothing is lost)."""
         np.lib.format.write_array_header_1_0(
-            fh, {"descr": "<f4", "fortran_order": False, "shape": (self.ntotal, self.dim)})
-        for block in self.blocks():
-            fh.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+            fh, {"descr": HALF.str, "fortran_order": False, "shape": (self.ntotal, self.dim)})
+        for block in self.blocks(copy=False):
+            fh.write(block.astype(HALF).tobytes())
 
     def _read_base(self, start: int, stop: int, copy: bool = True) -> np.ndarray:
         if not self._disk_count:
             return np.array(self._base[start:stop], dtype=np.float32) if copy else self._base[start:stop]
-        out = np.empty((stop - start, self.dim), dtype=np.float32)
-        self._pread(memoryview(out.data).cast("B"), start)
-        return out
+        raw = np.empty((stop - start, self.dim), dtype=HALF)
+        self._pread(memoryview(raw.data).cast("B"), start)
+        return raw.astype(np.float32, copy=False)
 
     def _read_rows(self, positions: np.ndarray, out: np.ndarray, slots: np.ndarray) -> None:
         """out[slots[i]] = the saved vector at positions[i], a pread per row (the GIL is released for each)."""
-        view = memoryview(out.data).cast("B")
-        row = self.dim * 4
-        for slot, position in zip(slots.tolist(), positions.tolist(), strict=True):
-            self._pread(view[slot * row: (slot + 1) * row], position)
+        raw = np.empty((len(positions), self.dim), dtype=HALF)
+        view = memoryview(raw.data).cast("B")
+        row = self.dim * raw.itemsize
+        for i, position in enumerate(positions.tolist()):
+            self._pread(view[i * row: (i + 1) * row], position)
+        out[slots] = raw
 
     def _pread(self, view: memoryview, position: int) -> None:
-        got = os.preadv(self._fd, [view], self._offset + position * self.dim * 4)
+        got = os.preadv(self._fd, [view], self._offset + position * self.dim * HALF.itemsize)
         if got != len(view):
             raise OSError(f"short read of the vectors file: {got} of {len(view)} bytes")

@@ -24,7 +24,7 @@ from recallfs.query.window_map import Stamp, is_window_map
 
 log = logging.getLogger("recallfs.vectors")
 
-FILE_FORMAT = "npy-float32"  # in the stamp: files of the FAISS format before it are stale
+FILE_FORMAT = "npy-float16"  # in the stamp: files of the formats before it (FAISS, npy-float32) are stale
 
 
 def index_dir(store: Store) -> Path:

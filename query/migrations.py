@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from recallfs.query.cursor import Cursor
+from recallfs.query.half_vectors import HALF_SQL, half_bits
 from recallfs.query.stopwords import STOPWORDS
 
 MEMORY_TABLES = ("facts", "summaries", "turns")
@@ -104,7 +107,14 @@ def _partition_v2(conn: Cursor, schema: str) -> None:
 
 def vectors_columns(dim: int) -> str:
     """The vectors table (query/vectors.py): one row per window of a memory (query/chunks.py), chunk 0
-    the first; a memory that fits the model's input has chunk 0 only."""
+    the first; a memory that fits the model's input has chunk 0 only. `embedding` holds the vector's
+    float16 bits (query/half_vectors.py)."""
+    return (f"rid BIGINT NOT NULL, chunk SMALLINT NOT NULL, tbl VARCHAR NOT NULL, model VARCHAR NOT NULL, "
+            f"embedding {HALF_SQL}[{int(dim)}] NOT NULL, PRIMARY KEY (rid, chunk)")
+
+
+def _vectors_columns_v3(dim: int) -> str:
+    # The v3 shape as released (float32 vectors): what _partition_v3 creates and _partition_v4 converts.
     return (f"rid BIGINT NOT NULL, chunk SMALLINT NOT NULL, tbl VARCHAR NOT NULL, model VARCHAR NOT NULL, "
             f"embedding FLOAT[{int(dim)}] NOT NULL, PRIMARY KEY (rid, chunk)")
 
@@ -128,7 +138,7 @@ def _partition_v3(conn: Cursor, schema: str) -> None:
         "SELECT value FROM main.meta WHERE key = 'embed_dim'").fetchone()
     if dim is None:
         return
-    conn.execute(f"CREATE TABLE {schema}.vectors_v3 ({vectors_columns(int(dim[0]))})")
+    conn.execute(f"CREATE TABLE {schema}.vectors_v3 ({_vectors_columns_v3(int(dim[0]))})")
     conn.execute(f"INSERT INTO {schema}.vectors_v3 SELECT rid, 0, tbl, model, embedding FROM {schema}.vectors")
     moved = conn.execute(f"SELECT count(*) FROM {schema}.vectors_v3").fetchone()
     conn.execute(f"DROP TABLE {schema}.vectors")
@@ -137,8 +147,54 @@ def _partition_v3(conn: Cursor, schema: str) -> None:
         conn.execute("INSERT OR REPLACE INTO main.meta VALUES (?, 'pending')", [windows_pending_key(schema)])
 
 
+_V4_BATCH = 8192  # rids converted per statement
+
+
+def _partition_v4(conn: Cursor, schema: str) -> None:
+    # Vectors as float16 (issue 15: half the disk; query/half_vectors.py), converted in numpy a rid range
+    # at a time into a new table. The persisted indexes were built from the float32 vectors, so the epoch
+    # moves and the next load rebuilds them from these (every copy then holds the same values). DuckDB
+    # keeps the old table's blocks as free space in the file, which later writes reuse.
+    row = conn.execute(
+        "SELECT data_type FROM duckdb_columns() WHERE schema_name = ? AND table_name = 'vectors' "
+        "AND column_name = 'embedding'", [schema]).fetchone()
+    if row is None or not str(row[0]).startswith("FLOAT"):
+        return  # no vectors table yet (the first embed creates the new one), or already converted
+    dim = int(str(row[0]).split("[")[1].rstrip("]"))
+    conn.execute(f"CREATE TABLE {schema}.vectors_v4 ({vectors_columns(dim)})")
+    bounds = conn.execute(f"SELECT min(rid), max(rid) FROM {schema}.vectors").fetchone()
+    low, high = (int(bounds[0]), int(bounds[1])) if bounds and bounds[0] is not None else (0, -1)
+    for start in range(low, high + 1, _V4_BATCH):  # by rid range: DuckDB's zone maps skip the other row groups
+        res = conn.execute(
+            f"SELECT rid, chunk, tbl, model, embedding FROM {schema}.vectors WHERE rid >= ? AND rid < ?",
+            [start, start + _V4_BATCH]).fetchnumpy()
+        if len(res["rid"]):
+            _insert_half(conn, schema, dim, res)
+    conn.execute(f"DROP TABLE {schema}.vectors")
+    conn.execute(f"ALTER TABLE {schema}.vectors_v4 RENAME TO vectors")
+    epoch = conn.execute("SELECT value FROM main.meta WHERE key = 'embed_epoch'").fetchone()
+    conn.execute("INSERT OR REPLACE INTO main.meta VALUES ('embed_epoch', ?)", [str(int(epoch[0]) + 1 if epoch else 1)])
+
+
+def _insert_half(conn: Cursor, schema: str, dim: int, res: dict[str, np.ndarray]) -> None:
+    bits = half_bits(np.stack(list(res["embedding"])))
+    batch = {"rid": np.asarray(res["rid"], dtype=np.int64), "chunk": np.asarray(res["chunk"], dtype=np.int16),
+             "tbl": np.asarray(res["tbl"], dtype=object), "model": np.asarray(res["model"], dtype=object),
+             **{f"e{j}": np.ascontiguousarray(bits[:, j]) for j in range(dim)}}
+    view = "recallfs_vectors_v4"
+    conn.register(view, batch)
+    try:
+        cols = ", ".join(f"e{j}" for j in range(dim))
+        conn.execute(f"INSERT INTO {schema}.vectors_v4 SELECT rid, chunk, tbl, model, [{cols}]::{HALF_SQL}[{dim}] "
+                     f"FROM {view}")
+    finally:
+        conn.unregister(view)
+
+
 STORE_MIGRATIONS: list[Callable[[Cursor], None]] = [_store_v1, _store_v2, _store_v3]
-PARTITION_MIGRATIONS: list[Callable[[Cursor, str], None]] = [_partition_v1, _partition_v2, _partition_v3]
+PARTITION_MIGRATIONS: list[Callable[[Cursor, str], None]] = [
+    _partition_v1, _partition_v2, _partition_v3, _partition_v4,
+]
 STORE_VERSION = len(STORE_MIGRATIONS)
 PARTITION_VERSION = len(PARTITION_MIGRATIONS)
 

@@ -19,10 +19,11 @@ import numpy as np
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import store_state
+from recallfs.query.half_vectors import from_stored
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall_scope import SemanticArm, SemanticQuery
 from recallfs.query.store import Store
-from recallfs.query.vector_meta import META_MODEL, VECTORS, has_chunk_column, has_vectors_table
+from recallfs.query.vector_meta import META_MODEL, VECTORS, embedding_is_half, has_chunk_column, has_vectors_table
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.currentness import CurrentLink
 from recallfs.ranking.pipeline import Shaped, StageConfig, shape
@@ -56,9 +57,14 @@ def load_vectors(
     except duckdb.Error as exc:  # a half-migrated or foreign table must not break recall
         log.warning("loading stored embeddings from %s failed: %s", schema, exc)
         return None, f"stored embeddings could not be read ({type(exc).__name__}); the stages that need them fell back"
-    out = {int(rid): np.asarray(vec, dtype=np.float32)
-           for rid, vec in zip(table["rid"].tolist(), table["embedding"], strict=True)}
-    return out, None
+    if not len(table["rid"]):
+        return {}, None
+    try:
+        matrix = from_stored(table["embedding"], len(table["embedding"][0]), half=embedding_is_half(cur, schema))
+    except ValueError as exc:  # rows of different lengths: a damaged table must not break recall
+        log.warning("stored embeddings in %s are not one shape: %s", schema, exc)
+        return None, "stored embeddings could not be read (ValueError); the stages that need them fell back"
+    return dict(zip(table["rid"].tolist(), matrix, strict=True)), None
 
 
 def _indexed_vectors(

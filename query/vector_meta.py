@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import duckdb
 
 from recallfs.query.cursor import Cursor
+from recallfs.query.half_vectors import HALF_SQL
 from recallfs.query.migrations import vectors_columns
 
 VECTORS = "vectors"
@@ -71,6 +72,15 @@ def has_chunk_column(cur: Cursor, schema: str) -> bool:
         "SELECT count(*) FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? AND column_name = 'chunk'",
         [schema, VECTORS]).fetchone()
     return bool(row and row[0])
+
+
+def embedding_is_half(cur: Cursor, schema: str) -> bool:
+    """Whether the partition's vectors are stored as float16 bits (migration v4; a read-only open of an
+    older store skips it and reads FLOAT[d])."""
+    row = cur.execute(
+        "SELECT data_type FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? AND column_name = 'embedding'",
+        [schema, VECTORS]).fetchone()
+    return row is not None and str(row[0]).startswith(HALF_SQL)
 
 
 def mismatch_message(stored: StoredModel, model_id: str, dim: int) -> str:

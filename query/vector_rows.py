@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from recallfs.query.cursor import Cursor
-from recallfs.query.vector_meta import VECTORS, StoredModel, has_chunk_column, has_vectors_table
+from recallfs.query.half_vectors import from_stored
+from recallfs.query.vector_meta import VECTORS, StoredModel, embedding_is_half, has_chunk_column, has_vectors_table
 from recallfs.query.window_map import Stamp
 
 
@@ -36,4 +37,4 @@ def load_vectors(
     rids = np.asarray(res["rid"], dtype=np.int64)
     if len(rids) == 0:
         return rids, np.zeros((0, dim), dtype=np.float32)
-    return rids, np.ascontiguousarray(np.stack(list(res["embedding"])), dtype=np.float32)
+    return rids, from_stored(res["embedding"], dim, half=embedding_is_half(cur, schema))

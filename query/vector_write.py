@@ -12,6 +12,7 @@ import numpy as np
 
 from recallfs.query.cursor import Cursor
 from recallfs.query.embedder import Embedder, Progress
+from recallfs.query.half_vectors import HALF_SQL, half_bits
 from recallfs.query.migrations import MEMORY_TABLES, windows_pending_key
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import (
@@ -41,10 +42,11 @@ def write_vectors(
     every window of its memories (their old ones are replaced). DuckDB scans registered numpy columns
     in place (~30k rows/s); binding nested Python lists as parameters manages about 50 rows/s."""
     dim = matrix.shape[1]
+    bits = half_bits(matrix)  # stored as float16 (query/half_vectors.py)
     batch = {
         "rid": np.ascontiguousarray(rids, dtype=np.int64),
         "chunk": np.zeros(len(rids), dtype=np.int16) if chunks is None else np.asarray(chunks, dtype=np.int16),
-        **{f"e{j}": np.ascontiguousarray(matrix[:, j], dtype=np.float32) for j in range(dim)},
+        **{f"e{j}": np.ascontiguousarray(bits[:, j]) for j in range(dim)},
     }
     view = "recallfs_vector_batch"
     cur.register(view, batch)
@@ -52,7 +54,7 @@ def write_vectors(
         cols = ", ".join(f"e{j}" for j in range(dim))
         cur.execute(f"DELETE FROM {schema}.{VECTORS} WHERE rid IN (SELECT rid FROM {view})")
         cur.execute(
-            f"INSERT INTO {schema}.{VECTORS} SELECT rid, chunk, ?, ?, [{cols}]::FLOAT[{dim}] FROM {view}",
+            f"INSERT INTO {schema}.{VECTORS} SELECT rid, chunk, ?, ?, [{cols}]::{HALF_SQL}[{dim}] FROM {view}",
             [table, model],
         )
     finally:

@@ -1,6 +1,7 @@
 """Vectors: stored in DuckDB (the source of truth), searched through FAISS indexes (derived caches).
 
-- Each partition holds `vectors (rid, tbl, model, embedding FLOAT[d])`; `main.meta` records the
+- Each partition holds `vectors (rid, chunk, tbl, model, embedding SMALLINT[d])` (float16 bits:
+  query/half_vectors.py); `main.meta` records the
   store's model and dimension. A model whose identity or dimension differs from the stored one is
   refused with a message that names `recallfs reindex`.
 - One flat FAISS index of windows per (partition, table) (query/window_index.py), persisted under
@@ -223,7 +224,7 @@ class VectorIndexes:
         self, store: Store, schema: str, by_table: Mapping[str, Sequence[int]]
     ) -> dict[int, np.ndarray] | None:
         """The stored embeddings of these (authorized) rows, read from the in-memory indexes rather than
-        DuckDB (where fetching a few hundred FLOAT[d] rows scans the whole vectors table). None when the
+        DuckDB (where fetching a few hundred vectors by rid scans the whole vectors table). None when the
         store has no vectors; rows without one are absent from the result."""
         stored = self.stored(store)
         if stored is None:

@@ -1,6 +1,6 @@
 """query/flat_vectors.FlatVectors: a saved `.npy` file (on disk, or read into memory when small) plus an
 in-memory tail, read by position, by block, as a training sample, and scanned exactly; compared with the
-same vectors in one numpy array."""
+same vectors in one numpy array. The vectors are float16 values, as the store holds them."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from recallfs.query import flat_vectors
 from recallfs.query.flat_vectors import FlatVectors
+from recallfs.query.half_vectors import rounded
 
 DIM = 12
 
@@ -33,7 +34,7 @@ def small_blocks(monkeypatch):
 @pytest.mark.parametrize(("saved", "appended"), [(0, 0), (0, 300), (300, 0), (300, 1), (257, 190), (64, 64)])
 def test_file_and_tail_read_as_one_array(tmp_path, saved, appended, resident_max):
     rng = np.random.default_rng(saved + appended)
-    x = rng.normal(size=(saved + appended, DIM)).astype(np.float32)
+    x = rounded(rng.normal(size=(saved + appended, DIM)))
     vectors = FlatVectors.open(str(_saved(tmp_path, x[:saved])), resident_max)
     for part in np.array_split(x[saved:], 3):
         vectors.add(part)
@@ -54,7 +55,7 @@ def test_file_and_tail_read_as_one_array(tmp_path, saved, appended, resident_max
 @pytest.mark.parametrize("share", [1.0, 0.3, 0.01, 0.0])
 def test_the_exact_scan_is_numpy_s_top_k_over_the_masked_windows(tmp_path, share, resident_max):
     rng = np.random.default_rng(7)
-    x = rng.normal(size=(500, DIM)).astype(np.float32)
+    x = rounded(rng.normal(size=(500, DIM)))
     x[100] = x[400]  # a tie: the lower position first
     vectors = FlatVectors.open(str(_saved(tmp_path, x[:350])), resident_max)
     vectors.add(x[350:])
@@ -69,13 +70,15 @@ def test_the_exact_scan_is_numpy_s_top_k_over_the_masked_windows(tmp_path, share
 
 
 def test_a_written_file_maps_again_and_a_wrong_one_is_refused(tmp_path):
-    x = np.random.default_rng(1).normal(size=(99, DIM)).astype(np.float32)
+    x = rounded(np.random.default_rng(1).normal(size=(99, DIM)))
     path = _saved(tmp_path, x)
+    assert np.load(path).dtype == np.float16  # the store's values (query/half_vectors.py): nothing lost
     assert np.array_equal(np.load(path), x)  # a plain .npy: numpy reads it too
-    bad = tmp_path / "bad.npy"
-    np.save(bad, x.astype(np.float64))
-    with pytest.raises(ValueError, match="float32"):
-        FlatVectors.open(str(bad))
+    for wrong in (np.float32, np.float64):  # (a float32 file from before has a stale stamp: never opened)
+        bad = tmp_path / "bad.npy"
+        np.save(bad, x.astype(wrong))
+        with pytest.raises(ValueError, match="float16"):
+            FlatVectors.open(str(bad))
     short = tmp_path / "short.npy"
     short.write_bytes(path.read_bytes()[:-8])
     with pytest.raises(ValueError, match="size"):
@@ -83,7 +86,7 @@ def test_a_written_file_maps_again_and_a_wrong_one_is_refused(tmp_path):
 
 
 def test_a_file_replaced_on_disk_keeps_serving_what_was_opened(tmp_path):
-    x = np.random.default_rng(2).normal(size=(200, DIM)).astype(np.float32)
+    x = rounded(np.random.default_rng(2).normal(size=(200, DIM)))
     path = _saved(tmp_path, x)
     vectors = FlatVectors.open(str(path), 0)
     replacement = tmp_path / "new.npy"
@@ -95,7 +98,7 @@ def test_a_file_replaced_on_disk_keeps_serving_what_was_opened(tmp_path):
 
 def test_only_vectors_left_on_disk_keep_a_descriptor(tmp_path):
     """A daemon serving many partitions holds three tables each: small ones are read and let go of."""
-    x = np.random.default_rng(3).normal(size=(100, DIM)).astype(np.float32)
+    x = rounded(np.random.default_rng(3).normal(size=(100, DIM)))
     path = str(_saved(tmp_path, x))
     before = len(os.listdir("/proc/self/fd"))
     small = [FlatVectors.open(path, 1 << 20) for _ in range(20)]

@@ -71,7 +71,7 @@ def test_every_row_has_one_vector_from_the_model(store, minilm):
     assert stored_model(cur).dim == 384
     kind = cur.execute(f"SELECT data_type FROM duckdb_columns() WHERE schema_name = '{schema}' "
                        "AND table_name = 'vectors' AND column_name = 'embedding'").fetchone()[0]
-    assert kind == "FLOAT[384]"
+    assert kind == "SMALLINT[384]"  # float16 bits (query/half_vectors.py)
 
 
 class _CountingEncoder:

@@ -82,7 +82,7 @@ def test_dimension_mismatch_is_refused_and_reindex_fixes_it(tmp_path, model_768)
         kind = store.cursor().execute(
             f"SELECT data_type FROM duckdb_columns() WHERE schema_name = '{schema}' AND table_name = 'vectors' "
             "AND column_name = 'embedding'").fetchone()[0]
-        assert kind == "FLOAT[768]"
+        assert kind == "SMALLINT[768]"
         result = recall(store, ME, QUESTION, semantic=SemanticSearch(wide))
         assert result.degraded is False
         # The old 384-d model is now the mismatched one.

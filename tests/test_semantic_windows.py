@@ -11,6 +11,7 @@ import pytest
 from semantic_data import records
 
 from recallfs.query.gate import scope_clause
+from recallfs.query.half_vectors import from_stored, rounded
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.migrations import windows_pending_key
 from recallfs.query.policies import remove_policy, set_policy
@@ -153,17 +154,32 @@ def test_a_tight_scope_never_returns_a_window_of_a_forbidden_row(tmp_path, store
     assert ids(got)[:1] == ["s-secret#1"]
 
 
-def _downgrade_to_v2(store: Store, schema: str) -> None:
-    """The vectors table as a recallfs before windows wrote it: one vector per rid, no chunk column."""
+def _float_vectors(store: Store, schema: str, *, chunked: bool) -> None:
+    """The vectors table as a recallfs before float16 wrote it (FLOAT[d]): with windows (v3), or also
+    before windows (v2: one vector per rid, no chunk column)."""
     cur = store.cursor()
     dim = stored_model(cur).dim
-    cur.execute(f"CREATE TABLE {schema}.old_vectors (rid BIGINT PRIMARY KEY, tbl VARCHAR NOT NULL, "
-                f"model VARCHAR NOT NULL, embedding FLOAT[{dim}] NOT NULL)")
-    cur.execute(f"INSERT INTO {schema}.old_vectors SELECT rid, tbl, model, embedding FROM {schema}.vectors "
-                "WHERE chunk = 0")
+    res = cur.execute(f"SELECT rid, chunk, tbl, model, embedding FROM {schema}.vectors "
+                      f"{'' if chunked else 'WHERE chunk = 0'} ORDER BY rid, chunk").fetchnumpy()
+    matrix = from_stored(res["embedding"], dim, half=True)
+    batch = {"rid": res["rid"], "chunk": res["chunk"], "tbl": res["tbl"], "model": res["model"],
+             **{f"e{j}": np.ascontiguousarray(matrix[:, j]) for j in range(dim)}}
+    cur.register("old_batch", batch)
+    key = "rid BIGINT NOT NULL, chunk SMALLINT NOT NULL," if chunked else "rid BIGINT PRIMARY KEY,"
+    primary = ", PRIMARY KEY (rid, chunk)" if chunked else ""
+    cur.execute(f"CREATE TABLE {schema}.old_vectors ({key} tbl VARCHAR NOT NULL, "
+                f"model VARCHAR NOT NULL, embedding FLOAT[{dim}] NOT NULL{primary})")
+    cols = ", ".join(f"e{j}" for j in range(dim))
+    cur.execute(f"INSERT INTO {schema}.old_vectors SELECT rid, {'chunk, ' if chunked else ''}tbl, model, "
+                f"[{cols}]::FLOAT[{dim}] FROM old_batch")
+    cur.unregister("old_batch")
     cur.execute(f"DROP TABLE {schema}.vectors")
     cur.execute(f"ALTER TABLE {schema}.old_vectors RENAME TO vectors")
-    cur.execute("UPDATE main.partitions SET schema_version = 2")
+    cur.execute(f"UPDATE main.partitions SET schema_version = {3 if chunked else 2}")
+
+
+def _downgrade_to_v2(store: Store, schema: str) -> None:
+    _float_vectors(store, schema, chunked=False)
 
 
 def test_an_old_store_opens_answers_and_an_embed_fills_its_windows(tmp_path, minilm):
@@ -208,3 +224,44 @@ def test_an_old_store_opened_read_only_answers_unmigrated(tmp_path, minilm):
         assert got.degraded is False and "s-garden#1" in ids(got)
     finally:
         ro.close()
+
+
+def test_a_float32_store_migrates_to_float16_and_its_indexes_rebuild(tmp_path, minilm):
+    """Migration v4: a store whose vectors are FLOAT[d] answers read-only as it is, and opened for writing
+    holds the same vectors as float16 (each within float16's rounding of the float32 one), with the
+    persisted indexes made stale (the epoch moves), so every copy holds the same values."""
+    path = tmp_path / "v3.duckdb"
+    s = Store(path)
+    ingest(s, tmp_path, [*records(), turn("s-garden", 1, "assistant", long_answer())], minilm)
+    schema = s.schema_for(ME)
+    ensure_indexes(s, VectorIndexes())  # saved to disk: float16 files, stale once the epoch moves
+    before = s.cursor().execute(f"SELECT rid, chunk, embedding FROM {schema}.vectors ORDER BY rid, chunk").fetchnumpy()
+    exact = from_stored(before["embedding"], 384, half=True)
+    _float_vectors(s, schema, chunked=True)
+    epoch = stored_model(s.cursor()).epoch
+    s.close()
+
+    ro = Store(path, read_only=True, create=False)  # a mount does not migrate: FLOAT[d] is read as it is
+    try:
+        arm = SemanticSearch(minilm, indexes=VectorIndexes(persist=False))
+        got = recall(ro, ME, "how often do the tomato seedlings need watering", k=5, arm="fused", semantic=arm)
+        assert got.degraded is False and "s-garden#1" in ids(got)
+    finally:
+        ro.close()
+
+    s = Store(path)  # migrates
+    try:
+        cur = s.cursor()
+        kind = cur.execute(f"SELECT data_type FROM duckdb_columns() WHERE schema_name = '{schema}' "
+                           "AND table_name = 'vectors' AND column_name = 'embedding'").fetchone()[0]
+        assert kind == "SMALLINT[384]"
+        after = cur.execute(f"SELECT rid, chunk, embedding FROM {schema}.vectors ORDER BY rid, chunk").fetchnumpy()
+        assert after["rid"].tolist() == before["rid"].tolist() and after["chunk"].tolist() == before["chunk"].tolist()
+        assert np.array_equal(from_stored(after["embedding"], 384, half=True), rounded(exact))
+        assert stored_model(cur).epoch == epoch + 1  # the saved indexes are stale
+        arm = SemanticSearch(minilm, indexes=VectorIndexes())
+        assert ids(recall(s, ME, QUESTION, k=5, arm="semantic", semantic=arm))[:1] == ["s-garden#1"]
+        saved = np.load(next(index_dir(s).glob(f"{schema}.turns.vectors.npy")))
+        assert saved.dtype == np.float16
+    finally:
+        s.close()
