@@ -178,6 +178,16 @@ def _float_vectors(store: Store, schema: str, *, chunked: bool) -> None:
     cur.execute(f"UPDATE main.partitions SET schema_version = {3 if chunked else 2}")
 
 
+def _answers_read_only(path, minilm) -> None:
+    ro = Store(path, read_only=True, create=False)
+    try:
+        arm = SemanticSearch(minilm, indexes=VectorIndexes(persist=False))
+        got = recall(ro, ME, "how often do the tomato seedlings need watering", k=5, arm="fused", semantic=arm)
+        assert got.degraded is False and "s-garden#1" in ids(got)
+    finally:
+        ro.close()
+
+
 def _downgrade_to_v2(store: Store, schema: str) -> None:
     _float_vectors(store, schema, chunked=False)
 
@@ -217,13 +227,7 @@ def test_an_old_store_opened_read_only_answers_unmigrated(tmp_path, minilm):
     schema = s.schema_for(ME)
     _downgrade_to_v2(s, schema)
     s.close()
-    ro = Store(path, read_only=True, create=False)
-    try:
-        arm = SemanticSearch(minilm, indexes=VectorIndexes(persist=False))
-        got = recall(ro, ME, "how often do the tomato seedlings need watering", k=5, arm="fused", semantic=arm)
-        assert got.degraded is False and "s-garden#1" in ids(got)
-    finally:
-        ro.close()
+    _answers_read_only(path, minilm)
 
 
 def test_a_float32_store_migrates_to_float16_and_its_indexes_rebuild(tmp_path, minilm):
@@ -241,13 +245,7 @@ def test_a_float32_store_migrates_to_float16_and_its_indexes_rebuild(tmp_path, m
     epoch = stored_model(s.cursor()).epoch
     s.close()
 
-    ro = Store(path, read_only=True, create=False)  # a mount does not migrate: FLOAT[d] is read as it is
-    try:
-        arm = SemanticSearch(minilm, indexes=VectorIndexes(persist=False))
-        got = recall(ro, ME, "how often do the tomato seedlings need watering", k=5, arm="fused", semantic=arm)
-        assert got.degraded is False and "s-garden#1" in ids(got)
-    finally:
-        ro.close()
+    _answers_read_only(path, minilm)  # a mount does not migrate: FLOAT[d] is read as it is
 
     s = Store(path)  # migrates
     try:
