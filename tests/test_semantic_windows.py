@@ -220,7 +220,7 @@ def test_an_old_store_opens_answers_and_an_embed_fills_its_windows(tmp_path, min
 
 
 def test_an_old_store_opened_read_only_answers_unmigrated(tmp_path, minilm):
-    """A mount opens its store read-only, which does not migrate: the v2 table is read as it is."""
+    """A read-only open (`recallfs recall` on an unmounted store) does not migrate: the v2 table is read as it is."""
     path = tmp_path / "old.duckdb"
     s = Store(path)
     ingest(s, tmp_path, [*records(), turn("s-garden", 1, "assistant", long_answer())], minilm)
@@ -245,7 +245,7 @@ def test_a_float32_store_migrates_to_float16_and_its_indexes_rebuild(tmp_path, m
     epoch = stored_model(s.cursor()).epoch
     s.close()
 
-    _answers_read_only(path, minilm)  # a mount does not migrate: FLOAT[d] is read as it is
+    _answers_read_only(path, minilm)  # a read-only open does not migrate: FLOAT[d] is read as it is
 
     s = Store(path)  # migrates
     try:
