@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from old_stores import float_vectors
 from semantic_data import records
 
 from recallfs.query.gate import scope_clause
@@ -154,30 +155,6 @@ def test_a_tight_scope_never_returns_a_window_of_a_forbidden_row(tmp_path, store
     assert ids(got)[:1] == ["s-secret#1"]
 
 
-def _float_vectors(store: Store, schema: str, *, chunked: bool) -> None:
-    """The vectors table as a recallfs before float16 wrote it (FLOAT[d]): with windows (v3), or also
-    before windows (v2: one vector per rid, no chunk column)."""
-    cur = store.cursor()
-    dim = stored_model(cur).dim
-    res = cur.execute(f"SELECT rid, chunk, tbl, model, embedding FROM {schema}.vectors "
-                      f"{'' if chunked else 'WHERE chunk = 0'} ORDER BY rid, chunk").fetchnumpy()
-    matrix = from_stored(res["embedding"], dim, half=True)
-    batch = {"rid": res["rid"], "chunk": res["chunk"], "tbl": res["tbl"], "model": res["model"],
-             **{f"e{j}": np.ascontiguousarray(matrix[:, j]) for j in range(dim)}}
-    cur.register("old_batch", batch)
-    key = "rid BIGINT NOT NULL, chunk SMALLINT NOT NULL," if chunked else "rid BIGINT PRIMARY KEY,"
-    primary = ", PRIMARY KEY (rid, chunk)" if chunked else ""
-    cur.execute(f"CREATE TABLE {schema}.old_vectors ({key} tbl VARCHAR NOT NULL, "
-                f"model VARCHAR NOT NULL, embedding FLOAT[{dim}] NOT NULL{primary})")
-    cols = ", ".join(f"e{j}" for j in range(dim))
-    cur.execute(f"INSERT INTO {schema}.old_vectors SELECT rid, {'chunk, ' if chunked else ''}tbl, model, "
-                f"[{cols}]::FLOAT[{dim}] FROM old_batch")
-    cur.unregister("old_batch")
-    cur.execute(f"DROP TABLE {schema}.vectors")
-    cur.execute(f"ALTER TABLE {schema}.old_vectors RENAME TO vectors")
-    cur.execute(f"UPDATE main.partitions SET schema_version = {3 if chunked else 2}")
-
-
 def _answers_read_only(path, minilm) -> None:
     ro = Store(path, read_only=True, create=False)
     try:
@@ -189,7 +166,7 @@ def _answers_read_only(path, minilm) -> None:
 
 
 def _downgrade_to_v2(store: Store, schema: str) -> None:
-    _float_vectors(store, schema, chunked=False)
+    float_vectors(store, schema, chunked=False)
 
 
 def test_an_old_store_opens_answers_and_an_embed_fills_its_windows(tmp_path, minilm):
@@ -241,7 +218,7 @@ def test_a_float32_store_migrates_to_float16_and_its_indexes_rebuild(tmp_path, m
     ensure_indexes(s, VectorIndexes())  # saved to disk: float16 files, stale once the epoch moves
     before = s.cursor().execute(f"SELECT rid, chunk, embedding FROM {schema}.vectors ORDER BY rid, chunk").fetchnumpy()
     exact = from_stored(before["embedding"], 384, half=True)
-    _float_vectors(s, schema, chunked=True)
+    float_vectors(s, schema, chunked=True)
     epoch = stored_model(s.cursor()).epoch
     s.close()
 
