@@ -66,7 +66,7 @@ def cmd_umount(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from recallfs.mount.control import ControlError, open_unless_mounted, request
+    from recallfs.mount.control_client import ControlError, open_unless_mounted, request
     from recallfs.mount.lifecycle import mount_status
 
     cfg = resolve_settings(args)

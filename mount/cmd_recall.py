@@ -79,7 +79,7 @@ def recall_options(args: argparse.Namespace, now: datetime | None = None) -> Any
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    from recallfs.mount import control
+    from recallfs.mount import control_client as control
     from recallfs.query.formats import RENDERERS
     from recallfs.query.recall import recall
 
@@ -126,15 +126,16 @@ def _open_waiting(cfg: Settings, control: Any) -> Any:
 def _recall_via_daemon(args: argparse.Namespace, cfg: Settings, principal: Any, opts: Any) -> str | None:
     """When a mount daemon holds the store (DuckDB then excludes other readers), it runs the recall;
     its semantic arm is already warm. None when no daemon holds the store."""
-    from recallfs.mount import control
+    from recallfs.mount import control_client
+    from recallfs.mount.control_options import options_payload
     from recallfs.mount.request_settings import chosen_settings
 
     # The settings this caller chose travel with the request: the daemon applies them to this recall
     # (or says in the notes why not), so a setting means the same mounted or not.
     payload = {"op": "recall", "query": args.query, "k": opts.k, "offset": opts.offset, "arm": args.arm,
-               "format": args.format, "options": control.options_payload(opts), "org": principal.org,
+               "format": args.format, "options": options_payload(opts), "org": principal.org,
                "workspace": principal.workspace, "agent": principal.agent, "settings": chosen_settings(cfg)}
-    reply = control.request(cfg.store, payload)
+    reply = control_client.request(cfg.store, payload)
     return None if reply is None else str(reply["output"])
 
 

@@ -80,7 +80,7 @@ def _ingest_principal(args: argparse.Namespace, cfg: Settings) -> tuple[str, str
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from recallfs.mount import control
+    from recallfs.mount import control_client as control
     from recallfs.query.ingest_file import load_file
 
     cfg = resolve_settings(args)
@@ -120,7 +120,7 @@ def _ingest_here(args: argparse.Namespace, cfg: Settings, store: Any, records: l
 
 def _ingest_via_daemon(args: argparse.Namespace, cfg: Settings, org: str, ws: str, agent: str) -> int:
     """The store is mounted: its daemon runs the same ingest and refreshes the mount's view."""
-    from recallfs.mount import control
+    from recallfs.mount import control_client as control
 
     payload = {"op": "ingest", "file": str(args.file.resolve()), "format": args.format, "org": org,
                "workspace": ws, "agent": agent}

@@ -8,7 +8,8 @@ while a store is mounted the daemon does the work itself: it runs the same `inge
 Protocol: one JSON object per line in, one JSON object per line out, one request per connection.
 Replies are {"ok": true, ...} or {"ok": false, "error": "..."}. Who may use the socket, on either end,
 is checked with the kernel's peer credentials (control_auth.py): the socket is mode 0600, or 0666 on a
---map-uid mount, whose users are then told apart by uid.
+--map-uid mount, whose users are then told apart by uid. This module is the server (inside the daemon,
+on trio); the CLI's side is control_client.py.
 """
 
 from __future__ import annotations
@@ -19,117 +20,20 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from recallfs.mount.control_auth import Access, ControlError, check_listener, check_socket_file, peer_of
-from recallfs.mount.registry import RuntimeDirError, socket_candidates
+from recallfs.mount.control_auth import Access, ControlError, peer_of
+from recallfs.mount.control_options import options_from_payload
 from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
-__all__ = ["ControlError", "ControlServer", "open_unless_mounted", "options_payload", "request"]
+__all__ = ["ControlError", "ControlServer"]
 log = logging.getLogger("recallfs.mount.control")
 MAX_REQUEST = 2 << 20  # an inbox file (1 MiB by default) travels base64-encoded
-LOCK_WAIT_S = 120.0  # how long a CLI command waits for a store another process holds
 READ_REQUEST_S = 60.0  # a client sends its one line as soon as it connects; do not wait on one forever
-
-
-# -- client (the CLI side; plain blocking sockets) ---------------------------------------------------
-def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any] | None:
-    """Send one request to the daemon holding `store`. None when no daemon listens there; ControlError
-    when one that is not the caller's or root's does (nothing is sent to it)."""
-    raw = None
-    try:
-        for path in socket_candidates(store):
-            raw = _exchange(path, payload, timeout)
-            if raw is not None:
-                break
-    except RuntimeDirError as exc:
-        raise ControlError(str(exc)) from None
-    except OSError as exc:  # a daemon that broke off or timed out (the store is there; its daemon is not well)
-        raise ControlError(f"the daemon holding {store} did not answer: {exc.strerror or exc}") from None
-    if raw is None:
-        return None
-    if not raw:
-        raise ControlError("the daemon closed the connection without an answer (see its log)")
-    reply: dict[str, Any] = json.loads(raw)
-    if not reply.get("ok"):
-        raise ControlError(str(reply.get("error", "unknown error")), code=reply.get("code"))
-    return reply
-
-
-def _exchange(path: Path, payload: dict[str, Any], timeout: float) -> bytes | None:
-    """One request and its answer over the socket at `path`; None when no daemon listens there."""
-    if not check_socket_file(path):
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        try:
-            sock.connect(str(path))
-        except (FileNotFoundError, ConnectionRefusedError):
-            return None  # a stale socket from a daemon that died
-        except PermissionError:
-            raise ControlError(f"cannot connect to {path}: permission denied (the daemon serving this store "
-                               "accepts its own user and root, and on a --map-uid mount the mapped uids)") from None
-        check_listener(path, sock)
-        sock.sendall(json.dumps(payload).encode() + b"\n")
-        chunks = []
-        while True:
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if chunk.endswith(b"\n"):
-                break
-    finally:
-        sock.close()
-    return b"".join(chunks)
-
-
-def open_unless_mounted(store: str | Path, opener: Callable[[], Any], *, wait_s: float = LOCK_WAIT_S) -> Any:
-    """Open the store, or return None when a daemon holds it (route the command there instead).
-
-    A store held by another short-lived process (an ingest, a recall) is waited for, not failed on."""
-    from recallfs.query.store import StoreLockedError
-
-    deadline = time.monotonic() + wait_s
-    while True:
-        if request(store, {"op": "ping"}, timeout=10) is not None:
-            return None
-        try:
-            return opener()
-        except StoreLockedError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.2)
-
-
-def options_payload(opts: Any) -> dict[str, Any]:
-    """RecallOptions -> JSON (dates as ISO strings)."""
-    return {
-        "kinds": list(opts.kinds), "tags": list(opts.tags), "session": opts.session, "agent": opts.agent,
-        "since": opts.since.isoformat() if opts.since else None,
-        "until": opts.until.isoformat() if opts.until else None,
-        "recent": opts.recent_half_life_days, "budget": opts.budget,
-        "now": opts.now.isoformat() if opts.now else None,
-    }
-
-
-def _options(payload: dict[str, Any]) -> Any:
-    from recallfs.query.query_syntax import RecallOptions
-
-    return RecallOptions(
-        kinds=list(payload.get("kinds") or []), tags=list(payload.get("tags") or []),
-        session=payload.get("session"), agent=payload.get("agent"),
-        since=datetime.fromisoformat(payload["since"]) if payload.get("since") else None,
-        until=datetime.fromisoformat(payload["until"]) if payload.get("until") else None,
-        recent_half_life_days=payload.get("recent"), budget=payload.get("budget"),
-        now=datetime.fromisoformat(payload["now"]) if payload.get("now") else None,
-    )
 
 
 # -- server (inside the daemon, on trio) ---------------------------------------------------------------
@@ -270,7 +174,7 @@ class ControlServer:
             result = recall(
                 self.ops.store, principal, req["query"], k=int(req.get("k") or cfg.k),
                 offset=int(req.get("offset") or 0), arm=req.get("arm", "fused"),
-                options=_options(req.get("options") or {}), semantic=semantic,
+                options=options_from_payload(req.get("options") or {}), semantic=semantic,
                 **cfg.ranking().recall_kwargs(),  # the daemon's ranking with the caller's choices applied
             )
             result.notes.extend(applied.notes)

@@ -158,7 +158,7 @@ def _warm(store: Any, schema: str | None, semantic: Any) -> None:
 
 
 def _owner_of(store: Path) -> str:
-    from recallfs.mount.control import ControlError, request
+    from recallfs.mount.control_client import ControlError, request
 
     try:
         reply = request(store, {"op": "ping"}, timeout=5)

@@ -19,7 +19,7 @@ def forward_to(store: str) -> Remember:
     """`remember` through the control socket of the daemon holding `store` (op "inbox")."""
     import base64
 
-    from recallfs.mount.control import ControlError, request
+    from recallfs.mount.control_client import ControlError, request
 
     def remember(uid: int, name: str, data: bytes) -> tuple[int, str] | None:
         payload = {"op": "inbox", "uid": uid, "name": name, "data": base64.b64encode(data).decode()}

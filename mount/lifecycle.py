@@ -125,7 +125,7 @@ def unmount(mountpoint: Path) -> str:
 
 def mount_status(timeout: float = 3.0) -> list[dict[str, Any]]:
     """Every recorded mount with its health: ok, unresponsive, dead (mount left behind) or stale."""
-    from recallfs.mount.control import ControlError, request
+    from recallfs.mount.control_client import ControlError, request
 
     out = []
     for state in registry.read_states():

@@ -119,7 +119,7 @@ def stop_mount(mount: Mount) -> None:
 # as the peer on the control socket, as it would for that user's own `recallfs`.
 _AS_UID = """
 import json, os, sys
-import recallfs.mount.cli, recallfs.mount.control, recallfs.mount.daemon
+import recallfs.mount.cli, recallfs.mount.control_client, recallfs.mount.daemon
 import recallfs.query.embedder, recallfs.query.formats, recallfs.query.ingest_file, recallfs.query.recall
 import recallfs.query.store
 uid, gid, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -129,8 +129,8 @@ os.setuid(uid)
 if mode == "cli":
     sys.exit(recallfs.mount.cli.main(sys.argv[4:]))
 try:
-    print(json.dumps(recallfs.mount.control.request(sys.argv[4], json.loads(sys.argv[5]), timeout=120)))
-except recallfs.mount.control.ControlError as exc:
+    print(json.dumps(recallfs.mount.control_client.request(sys.argv[4], json.loads(sys.argv[5]), timeout=120)))
+except recallfs.mount.control_client.ControlError as exc:
     print(json.dumps({"refused": str(exc)}))
 """
 

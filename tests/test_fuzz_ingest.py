@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mount_helpers import Mount, module_mount, needs_fuse
 
-from recallfs.mount import control
+from recallfs.mount import control_client as control
 
 pytestmark = [needs_fuse, pytest.mark.mount, pytest.mark.slow]
 

@@ -13,7 +13,8 @@ from ops_helpers import listing, lookup_path, read_all
 
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import GuardedStore
-from recallfs.mount.control import ControlServer, options_payload
+from recallfs.mount.control import ControlServer
+from recallfs.mount.control_options import options_payload
 from recallfs.mount.operations import MountOps
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.query_syntax import RecallOptions
