@@ -37,7 +37,7 @@ MESSAGES: tuple[tuple[str, str, str], ...] = (
     ("recallfs.scope.principal", "ScopeError", ""),
     ("recallfs.mount.control_auth", "ControlError", ""),
     ("recallfs.mount.registry", "RuntimeDirError", ""),
-    ("recallfs.mount.daemon", "MountError", ""),
+    ("recallfs.mount.mount_config", "MountError", ""),
 )
 
 

@@ -39,8 +39,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_mount(args: argparse.Namespace) -> int:
-    from recallfs.mount.daemon import MountConfig
     from recallfs.mount.lifecycle import mount
+    from recallfs.mount.mount_config import MountConfig
     from recallfs.mount.registry import canonical
     from recallfs.mount.views import parse_uid_map
 

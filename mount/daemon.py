@@ -14,172 +14,23 @@ Exit codes: 0 mounted / clean unmount; 1 an error explained on stderr or in the 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import sys
 import threading
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from recallfs.mount import process_setup, registry
+from recallfs.mount.daemon_start import Ready, make_ops, open_store, owner_of, semantic_arm, warm
 from recallfs.mount.inbox_process import InboxProcess
+from recallfs.mount.mount_config import MountConfig
 from recallfs.query import collector
-from recallfs.query.settings import Settings
-from recallfs.scope.principal import Principal
 
 log = logging.getLogger("recallfs.mount")
 MOUNT_OPTIONS = ("default_permissions", "ro", "fsname=recallfs", "subtype=recallfs")
-
-
-class MountError(RuntimeError):
-    """A mount or unmount that cannot be done; the message says why and what to do."""
-
-
-@dataclass(slots=True)
-class MountConfig:
-    mountpoint: Path
-    store: Path
-    principal: Principal
-    settings: Settings
-    foreground: bool = False
-    ready_fd: int | None = None
-    uid_map: dict[int, str] | None = None  # --map-uid: one view per agent, chosen by the caller's uid
-
-    def who(self) -> str:
-        if not self.uid_map:
-            return str(self.principal)
-        agents = ", ".join(f"uid {uid} as {agent}" for uid, agent in sorted(self.uid_map.items()))
-        return f"{self.principal.workspace_path} ({agents}; other uids: EACCES)"
-
-    def to_json(self) -> str:
-        """What the daemon process needs to serve exactly this mount (`from_json`)."""
-        p = self.principal
-        return json.dumps({"mountpoint": str(self.mountpoint), "store": str(self.store),
-                           "principal": [p.org, p.workspace, p.agent], "settings": asdict(self.settings),
-                           "uid_map": {str(uid): agent for uid, agent in (self.uid_map or {}).items()}})
-
-    @classmethod
-    def from_json(cls, text: str, ready_fd: int | None) -> MountConfig:
-        raw = json.loads(text)
-        return cls(Path(raw["mountpoint"]), Path(raw["store"]), Principal(*raw["principal"]),
-                   Settings(**raw["settings"]), foreground=True, ready_fd=ready_fd,
-                   uid_map={int(uid): agent for uid, agent in raw["uid_map"].items()} or None)
-
-
-def _make_ops(config: MountConfig, store: Any, semantic: Any) -> Any:
-    """The Operations object: one view for one principal, or a router over one view per mapped agent."""
-    from dataclasses import replace
-
-    from recallfs.mount.browse import Browser
-    from recallfs.mount.operations import MountOps
-    from recallfs.mount.views import build_views
-
-    cfg = config.settings
-    # k, and the ranking settings (weights, stages, rrf_k, candidates) every recall/ directory uses
-    ranking = cfg.ranking()
-
-    def view(principal: Principal, index: int = 0, limiter: Any = None) -> MountOps:
-        browser = Browser(store, principal, max_rows=cfg.max_rows, mountpoint=str(config.mountpoint),
-                          k=cfg.k, ranking=ranking, semantic=semantic)
-        return MountOps(store, browser, recall_ttl=float(cfg.recall_ttl_s), semantic=semantic,
-                        view_index=index, limiter=limiter)
-
-    if not config.uid_map:
-        return view(config.principal)
-    principals = {uid: replace(config.principal, agent=agent) for uid, agent in config.uid_map.items()}
-    return build_views(store, principals, view)
-
-
-class _Ready:
-    """Tells the waiting `recallfs mount` (through --ready-fd) that the mount is ready, or why not."""
-
-    def __init__(self, fd: int | None) -> None:
-        self.fd = fd
-
-    def _send(self, text: str) -> None:
-        if self.fd is None:
-            print(f"recallfs mount: {text}", file=sys.stderr)
-            return
-        try:
-            os.write(self.fd, text.encode() + b"\n")
-            os.close(self.fd)
-        except OSError:
-            pass
-        self.fd = None
-
-    def ok(self) -> None:
-        self._send("ready")
-
-    def fail(self, message: str) -> None:
-        self._send(f"error: {message}")
-
-
-def _semantic_arm(settings: Settings) -> Any:
-    """The semantic arm, loading its model in the background; None when unavailable (recall degrades)."""
-    if not settings.semantic:
-        return None
-    try:
-        from recallfs.query.semantic import SemanticSearch
-
-        return SemanticSearch.from_settings(settings)
-    except Exception:
-        log.exception("the semantic arm could not be set up; recall runs lexically")
-        return None
-
-
-def _warm(store: Any, schema: str | None, semantic: Any) -> None:
-    """Load, ahead of the first recall, the partition's vector indexes and its BM25 postings on background
-    threads beside the model's load (the semantic arm says `warming` until both are in); then export the
-    fast query graph (query/query_encoder.py: ~2 s of CPU), which beside them delayed hybrid-ready at 1M
-    memories by ~1.3 s. Recalls before it embed their query through the stock model."""
-    from recallfs.query.lexical import warm
-
-    def postings() -> None:
-        try:
-            if schema is not None:
-                warm(store, schema)
-        except Exception:
-            log.exception("could not load the full-text postings ahead of the first recall")
-
-    if semantic is None:
-        threading.Thread(target=postings, name="recallfs-lexical-warm", daemon=True).start()
-        return
-    semantic.warm_indexes(store, schema, then=postings)
-    if semantic.embedder is not None:
-        def query_graph() -> None:
-            semantic.wait_indexes()
-            semantic.embedder.serve_queries()  # a long-lived process: trace the query graph once loaded
-
-        threading.Thread(target=query_graph, name="recallfs-query-graph", daemon=True).start()
-
-
-def _owner_of(store: Path) -> str:
-    from recallfs.mount.control_client import ControlError, request
-
-    try:
-        reply = request(store, {"op": "ping"}, timeout=5)
-    except (OSError, ControlError):
-        reply = None
-    if reply is None:
-        return "another process holds it (an ingest or a recall?); try again when it is done"
-    return f"it is already mounted at {reply.get('mountpoint')} (pid {reply.get('pid')})"
-
-
-def _open_store(path: Path, threads: int) -> Any:
-    """The daemon's store, read-write; read-only when its file system or file allows no more (browsing
-    and recall work, ingest is refused, and health says why). `threads`: RECALLFS_SERVE_THREADS."""
-    from recallfs.mount.concurrency import GuardedStore
-    from recallfs.query.store import StoreReadOnlyError
-
-    try:
-        return GuardedStore(path, create=False, threads=threads)
-    except StoreReadOnlyError as exc:
-        log.warning("%s; serving it read-only (ingest is refused)", exc)
-        return GuardedStore(path, create=False, read_only=True, threads=threads)
 
 
 def serve(config: MountConfig) -> int:
@@ -193,13 +44,13 @@ def serve(config: MountConfig) -> int:
     cfg = config.settings
     process_setup.limit_malloc_arenas()  # before any thread starts
     process_setup.configure_logging(cfg.log_level)
-    ready = _Ready(config.ready_fd)
+    ready = Ready(config.ready_fd)
     mountpoint = str(config.mountpoint)
     sock_path = registry.socket_path(config.store)
     try:
-        store = _open_store(config.store, cfg.serve_threads)
+        store = open_store(config.store, cfg.serve_threads)
     except StoreLockedError:
-        ready.fail(f"cannot mount {config.store}: {_owner_of(config.store)}. One store is served by one "
+        ready.fail(f"cannot mount {config.store}: {owner_of(config.store)}. One store is served by one "
                    "daemon (DuckDB lets one process open it); to give several agents their own views, mount "
                    "it once with --map-uid UID=AGENT for each")
         return 1
@@ -209,10 +60,10 @@ def serve(config: MountConfig) -> int:
     try:
         if not store.read_only:
             repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
-        semantic = _semantic_arm(cfg)
+        semantic = semantic_arm(cfg)
         schema = store.schema_for(config.principal)
-        _warm(store, schema, semantic)  # beside the model's load: hybrid-ready without a slow first recall
-        ops = _make_ops(config, store, semantic)
+        warm(store, schema, semantic)  # beside the model's load: hybrid-ready without a slow first recall
+        ops = make_ops(config, store, semantic)
         sock_path.unlink(missing_ok=True)  # stale: a live daemon would hold the store, and we do
         # allow_other lets the mapped users in; default_permissions (always on) makes the kernel check
         # the mode bits, which are read-only for everyone.
@@ -260,7 +111,7 @@ def _record(config: MountConfig, ops: Any, sock_path: Path) -> Any:
                          uid_map=config.uid_map, principal=p)
 
 
-async def _run(ops: Any, control: Any, sock_path: Path, ready: _Ready, what: str, inbox: Any) -> None:
+async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str, inbox: Any) -> None:
     import trio
 
     ops.store.loop_thread = threading.get_ident()

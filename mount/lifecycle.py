@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.mount import registry
-from recallfs.mount.daemon import MountConfig, MountError, serve
+from recallfs.mount.daemon import serve
+from recallfs.mount.mount_config import MountConfig, MountError
 
 log = logging.getLogger("recallfs.mount")
 READY_TIMEOUT_S = 120.0

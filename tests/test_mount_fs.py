@@ -216,6 +216,7 @@ def test_status_lists_the_mount(sample: Mount) -> None:
     assert f"{sample.path}: ok" in text
     again = sample.cli("mount", str(sample.path), check=False)
     assert again.returncode == 1 and "already mounted" in again.stderr
+    assert again.stderr.startswith("recallfs mount: ") and "Traceback" not in again.stderr  # one line, not a bug
 
 
 # -- life cycle, ingest and big directories: each on its own store and mount ---------------------------
@@ -331,6 +332,7 @@ def test_umount_of_nothing_and_mount_of_a_missing_store(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "not mounted" in proc.stderr
     proc = run_cli("mount", str(tmp_path / "mnt"), env=env)
     assert proc.returncode == 1 and "no store at" in proc.stderr
+    assert proc.stderr.startswith("recallfs mount: ") and proc.stderr.count("\n") == 1  # MountError, one line
 
 
 def test_listings_cut_at_max_rows(tmp_path: Path) -> None:

@@ -230,7 +230,7 @@ def test_warming(store):
 
 
 def test_warming_until_the_indexes_and_the_postings_beside_them_are_loaded(store, minilm):
-    """The daemon's warm-up (mount/daemon._warm): the arm says `warming`, and recall answers lexically,
+    """The daemon's warm-up (mount/daemon_start.warm): the arm says `warming`, and recall answers lexically,
     until the vector indexes and the work run beside them (the full-text postings) are both done."""
     release, ran = threading.Event(), threading.Event()
 
