@@ -169,26 +169,40 @@ def _partition_v4(conn: Cursor, schema: str) -> None:
             f"SELECT rid, chunk, tbl, model, embedding FROM {schema}.vectors WHERE rid >= ? AND rid < ?",
             [start, start + _V4_BATCH]).fetchnumpy()
         if len(res["rid"]):
-            _insert_half(conn, schema, dim, res)
+            insert_vectors(conn, f"{schema}.vectors_v4", res["rid"], res["chunk"], res["tbl"], res["model"],
+                           np.stack(list(res["embedding"])))
     conn.execute(f"DROP TABLE {schema}.vectors")
     conn.execute(f"ALTER TABLE {schema}.vectors_v4 RENAME TO vectors")
     epoch = conn.execute("SELECT value FROM main.meta WHERE key = 'embed_epoch'").fetchone()
     conn.execute("INSERT OR REPLACE INTO main.meta VALUES ('embed_epoch', ?)", [str(int(epoch[0]) + 1 if epoch else 1)])
 
 
-def _insert_half(conn: Cursor, schema: str, dim: int, res: dict[str, np.ndarray]) -> None:
-    bits = half_bits(np.stack(list(res["embedding"])))
-    batch = {"rid": np.asarray(res["rid"], dtype=np.int64), "chunk": np.asarray(res["chunk"], dtype=np.int16),
-             "tbl": np.asarray(res["tbl"], dtype=object), "model": np.asarray(res["model"], dtype=object),
+def insert_vectors(
+    conn: Cursor, target: str, rids: np.ndarray, chunks: np.ndarray, tbls: np.ndarray | str, models: np.ndarray | str,
+    matrix: np.ndarray, *, replace: bool = False,
+) -> None:
+    """Insert rows of the vectors table into `target` (`schema.table` of vectors_columns' shape): row i is
+    window chunks[i] of memory rids[i], its vector matrix[i] stored as float16 bits. `replace`: delete
+    the rows of these rids first (a batch holds every window of its memories). DuckDB scans registered
+    numpy columns in place (~30k rows/s); binding nested Python lists as parameters manages ~50 rows/s."""
+    n, dim = matrix.shape
+    bits = half_bits(matrix)
+    batch = {"rid": np.ascontiguousarray(rids, dtype=np.int64), "chunk": np.asarray(chunks, dtype=np.int16),
+             "tbl": _labels(tbls, n), "model": _labels(models, n),
              **{f"e{j}": np.ascontiguousarray(bits[:, j]) for j in range(dim)}}
-    view = "recallfs_vectors_v4"
+    view = "recallfs_vector_batch"
     conn.register(view, batch)
     try:
+        if replace:
+            conn.execute(f"DELETE FROM {target} WHERE rid IN (SELECT rid FROM {view})")
         cols = ", ".join(f"e{j}" for j in range(dim))
-        conn.execute(f"INSERT INTO {schema}.vectors_v4 SELECT rid, chunk, tbl, model, [{cols}]::{HALF_SQL}[{dim}] "
-                     f"FROM {view}")
+        conn.execute(f"INSERT INTO {target} SELECT rid, chunk, tbl, model, [{cols}]::{HALF_SQL}[{dim}] FROM {view}")
     finally:
         conn.unregister(view)
+
+
+def _labels(value: np.ndarray | str, n: int) -> np.ndarray:
+    return np.full(n, value, dtype=object) if isinstance(value, str) else np.asarray(value, dtype=object)
 
 
 STORE_MIGRATIONS: list[Callable[[Cursor], None]] = [_store_v1, _store_v2, _store_v3]

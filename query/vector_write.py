@@ -12,8 +12,7 @@ import numpy as np
 
 from recallfs.query.cursor import Cursor
 from recallfs.query.embedder import Embedder, Progress
-from recallfs.query.half_vectors import HALF_SQL, half_bits
-from recallfs.query.migrations import MEMORY_TABLES, windows_pending_key
+from recallfs.query.migrations import MEMORY_TABLES, insert_vectors, windows_pending_key
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import (
     META_DIM,
@@ -39,26 +38,9 @@ def write_vectors(
     chunks: np.ndarray | None = None,
 ) -> None:
     """Insert one batch: row i is window `chunks[i]` (default 0) of memory `rids[i]`, and a batch holds
-    every window of its memories (their old ones are replaced). DuckDB scans registered numpy columns
-    in place (~30k rows/s); binding nested Python lists as parameters manages about 50 rows/s."""
-    dim = matrix.shape[1]
-    bits = half_bits(matrix)  # stored as float16 (query/half_vectors.py)
-    batch = {
-        "rid": np.ascontiguousarray(rids, dtype=np.int64),
-        "chunk": np.zeros(len(rids), dtype=np.int16) if chunks is None else np.asarray(chunks, dtype=np.int16),
-        **{f"e{j}": np.ascontiguousarray(bits[:, j]) for j in range(dim)},
-    }
-    view = "recallfs_vector_batch"
-    cur.register(view, batch)
-    try:
-        cols = ", ".join(f"e{j}" for j in range(dim))
-        cur.execute(f"DELETE FROM {schema}.{VECTORS} WHERE rid IN (SELECT rid FROM {view})")
-        cur.execute(
-            f"INSERT INTO {schema}.{VECTORS} SELECT rid, chunk, ?, ?, [{cols}]::{HALF_SQL}[{dim}] FROM {view}",
-            [table, model],
-        )
-    finally:
-        cur.unregister(view)
+    every window of its memories (their old ones are replaced). Stored as float16 (query/half_vectors.py)."""
+    windows = np.zeros(len(rids), dtype=np.int16) if chunks is None else chunks
+    insert_vectors(cur, f"{schema}.{VECTORS}", rids, windows, table, model, matrix, replace=True)
 
 
 def missing_count(cur: Cursor, schema: str, table: str, model: str) -> int:
