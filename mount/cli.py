@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
 from typing import Any
 
-from recallfs.mount import cmd_mount, cmd_recall, cmd_store
+from recallfs.mount import cmd_lake, cmd_mount, cmd_recall, cmd_store
 from recallfs.mount.cli_errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, describe, say
 
-BUILTIN: tuple[Callable[[Any], None], ...] = (cmd_store.register, cmd_recall.register, cmd_mount.register)
+BUILTIN: tuple[Callable[[Any], None], ...] = (cmd_store.register, cmd_recall.register, cmd_mount.register,
+                                              cmd_lake.register)
 ENTRY_POINTS = "recallfs.commands"
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from recallfs.mount.cli_errors import CliError
 from recallfs.query import settings as settings_mod
+from recallfs.query.lake_location import is_lake
 from recallfs.query.settings import Settings
 
 
@@ -33,7 +34,26 @@ def principal_from(cfg: Settings) -> Any:
 
 
 def store_path(cfg: Settings) -> Path:
-    return Path(cfg.store).expanduser()
+    """The file the store is read from: the store itself, or this host's replica of a lake."""
+    from recallfs.query.lake_location import LakeLocationError, parse_lake, replica_path
+
+    if not is_lake(cfg.store):
+        return Path(cfg.store).expanduser()
+    try:
+        return replica_path(parse_lake(cfg.store), cfg.replica_dir)
+    except LakeLocationError as exc:
+        raise CliError(str(exc)) from None
+
+
+def backend_of(cfg: Settings, store: Any, *, embedder: Any = None) -> Any:
+    """The store's backend (query/backend.py). A lake's replica first replays what the lake holds; an
+    unreachable lake leaves it serving what it has, and recall says so."""
+    from recallfs.query.backend import backend_for
+
+    backend = backend_for(cfg.store)
+    if not store.read_only:
+        backend.attach(store, embedder=embedder)
+    return backend
 
 
 def open_store(cfg: Settings, *, create: bool = False, read_only: bool = False) -> Any:
@@ -43,6 +63,8 @@ def open_store(cfg: Settings, *, create: bool = False, read_only: bool = False) 
     from recallfs.query.store import Store, StoreError, StoreLockedError
 
     path = store_path(cfg)
+    if is_lake(cfg.store) and not read_only:
+        create = True  # this host's replica, made on first use
     if create:
         store_dir_ready(cfg)
     existed = path.exists()
@@ -67,7 +89,7 @@ def store_dir_ready(cfg: Settings) -> None:
     path = store_path(cfg)
     if path.parent.is_dir():
         return
-    if path == Path(settings_mod.default_store()).expanduser():
+    if path == Path(settings_mod.default_store()).expanduser() or is_lake(cfg.store):
         path.parent.mkdir(parents=True, exist_ok=True)
         return
     raise CliError(f"cannot create the store {path}: no directory {path.parent} (only the default store's "
@@ -77,7 +99,7 @@ def store_dir_ready(cfg: Settings) -> None:
 def require_store(cfg: Settings) -> None:
     """Fail now, before the model starts loading, when the store is not there."""
     path = store_path(cfg)
-    if not path.exists():
+    if not path.exists() and not is_lake(cfg.store):  # a replica is made on first use
         raise CliError(f"no store at {path}; create one with `recallfs init --store {path}`")
 
 

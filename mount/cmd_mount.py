@@ -9,6 +9,7 @@ from typing import Any
 
 from recallfs.mount.cli_common import open_store, principal_from, resolve_settings, store_args, store_path
 from recallfs.mount.cli_errors import EXIT_OK, CliError
+from recallfs.query.lake_location import is_lake
 from recallfs.query.settings import chosen
 
 
@@ -50,8 +51,11 @@ def cmd_mount(args: argparse.Namespace) -> int:
         uid_map = parse_uid_map(args.map_uid)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if is_lake(cfg.store) and not store_path(cfg).exists():
+        with open_store(cfg, create=True):  # this host's replica; the daemon replays the lake into it
+            pass
     config = MountConfig(
-        mountpoint=canonical(args.mountpoint), store=canonical(cfg.store), principal=principal_from(cfg),
+        mountpoint=canonical(args.mountpoint), store=canonical(store_path(cfg)), principal=principal_from(cfg),
         settings=cfg, foreground=args.foreground, ready_fd=args.ready_fd, uid_map=uid_map or None,
     )
     return mount(config)
@@ -74,13 +78,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     problem = None
     if info["exists"]:
         try:  # a mounted store is held by its daemon: ask it
-            reply = request(cfg.store, {"op": "counts"}, timeout=30)
+            reply = request(store_path(cfg), {"op": "counts"}, timeout=30)
         except ControlError as exc:
             reply, problem = None, str(exc)
         if reply is not None:
             info["workspaces"], info["held_by"] = reply["workspaces"], "a mount daemon"
         elif problem is None:
-            store = open_unless_mounted(cfg.store, lambda: open_store(cfg, read_only=True))
+            store = open_unless_mounted(store_path(cfg), lambda: open_store(cfg, read_only=True))
             if store is not None:
                 with store:
                     info["workspaces"] = {

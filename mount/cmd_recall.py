@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from recallfs.mount.cli_common import (
+    backend_of,
     open_store,
     principal_from,
     require_store,
@@ -16,6 +17,7 @@ from recallfs.mount.cli_common import (
     store_path,
 )
 from recallfs.mount.cli_errors import EXIT_OK, CliError, say
+from recallfs.query.lake_location import is_lake
 from recallfs.query.settings import Settings
 
 # One line on stderr when a call loads the model itself (seconds, every call): a mount's daemon keeps it
@@ -98,6 +100,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     # An ingest or reindex holding the store is waited for, as `recallfs ingest` waits for a recall;
     # a daemon that mounted the store meanwhile answers instead.
     store = _open_waiting(cfg, control)
+    if store is not None and is_lake(cfg.store):  # this host's replica replays what the lake holds first
+        backend_of(cfg, store, embedder=getattr(semantic, "embedder", None)).close()
     if store is None:
         routed = _recall_via_daemon(args, cfg, principal, opts)
         if routed is None:
@@ -116,7 +120,8 @@ def _open_waiting(cfg: Settings, control: Any) -> Any:
     from recallfs.query.store import StoreLockedError
 
     try:
-        return control.open_unless_mounted(cfg.store, lambda: open_store(cfg, read_only=True))
+        # a lake's replica is opened for writing: it replays what other hosts committed
+        return control.open_unless_mounted(store_path(cfg), lambda: open_store(cfg, read_only=not is_lake(cfg.store)))
     except StoreLockedError:
         raise CliError(f"the store {store_path(cfg)} is still held by another process after "
                        f"{control.LOCK_WAIT_S:.0f} s (an ingest or reindex writing it); recall when it ends, or "
@@ -135,7 +140,7 @@ def _recall_via_daemon(args: argparse.Namespace, cfg: Settings, principal: Any, 
     payload = {"op": "recall", "query": args.query, "k": opts.k, "offset": opts.offset, "arm": args.arm,
                "format": args.format, "options": options_payload(opts), "org": principal.org,
                "workspace": principal.workspace, "agent": principal.agent, "settings": chosen_settings(cfg)}
-    reply = control_client.request(cfg.store, payload)
+    reply = control_client.request(store_path(cfg), payload)
     return None if reply is None else str(reply["output"])
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.mount.cli_common import (
+    backend_of,
     embedder_for,
     open_store,
     principal_from,
@@ -18,6 +19,7 @@ from recallfs.mount.cli_common import (
     store_path,
 )
 from recallfs.mount.cli_errors import EXIT_OK, CliError
+from recallfs.query.lake_location import is_lake
 from recallfs.query.settings import Settings, chosen
 
 
@@ -63,9 +65,23 @@ def register(sub: Any) -> None:
 def cmd_init(args: argparse.Namespace) -> int:
     cfg = resolve_settings(args)
     existed = store_path(cfg).exists()
-    with open_store(cfg, create=True):
-        pass
+    with open_store(cfg, create=True) as store:
+        if is_lake(cfg.store):
+            return _init_lake(cfg, store)
     print(f"{'store ready' if existed else 'created store'}: {cfg.store}")
+    return EXIT_OK
+
+
+def _init_lake(cfg: Settings, store: Any) -> int:
+    """Make the lake's tables if it has none, and this host's replica of it; the lake must answer."""
+    backend = backend_of(cfg, store)
+    try:
+        if backend.unreachable:
+            raise CliError(backend.unreachable)
+        print(f"lake ready: {backend.location.describe()} at snapshot {backend.snapshot}; this host's replica: "
+              f"{store.path}")
+    finally:
+        backend.close()
     return EXIT_OK
 
 
@@ -89,7 +105,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     start_warmup(cfg)  # loads while the file is read and checked
     records = load_file(args.file, args.format, org=org, workspace=ws, agent=agent)
     # waits while another command holds the store; None when a mount daemon holds it
-    store = control.open_unless_mounted(cfg.store, lambda: open_store(cfg, create=True))
+    store = control.open_unless_mounted(store_path(cfg), lambda: open_store(cfg, create=True))
     if store is None:
         return _ingest_via_daemon(args, cfg, org, ws, agent)
     with store:
@@ -99,8 +115,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _ingest_here(args: argparse.Namespace, cfg: Settings, store: Any, records: list[Any]) -> dict[str, Any]:
-    from recallfs.query.ingest_file import ingest_records
-
     bar = None
     progress = None
     if sys.stderr.isatty() and not args.no_progress and len(records) > 200:
@@ -111,9 +125,11 @@ def _ingest_here(args: argparse.Namespace, cfg: Settings, store: Any, records: l
         def progress(done: int, total: int) -> None:
             bar.update(done - bar.n)
 
+    backend = backend_of(cfg, store)
     try:
-        return ingest_records(store, records, progress=progress, embedder=embedder_for(cfg)).as_dict()
+        return backend.ingest(store, records, progress=progress, embedder=embedder_for(cfg)).as_dict()
     finally:
+        backend.close()
         if bar is not None:
             bar.close()
 
@@ -124,7 +140,7 @@ def _ingest_via_daemon(args: argparse.Namespace, cfg: Settings, org: str, ws: st
 
     payload = {"op": "ingest", "file": str(args.file.resolve()), "format": args.format, "org": org,
                "workspace": ws, "agent": agent}
-    reply = control.request(cfg.store, payload)
+    reply = control.request(store_path(cfg), payload)
     if reply is None:
         raise CliError("the mount daemon holding the store went away; run the command again")
     print(_ingested(args.file, reply["report"], " (through the mount daemon)"))
@@ -180,13 +196,17 @@ def cmd_policy(args: argparse.Namespace) -> int:
     cfg = resolve_settings(args)
     principal = principal_from(cfg)
     action = args.policy_command
+    policy = None
+    if action == "set":
+        try:
+            policy = build_policy(PolicySpec(args.authors, args.visibility, args.deny_kind, args.deny_tag,
+                                             args.deny_writes))
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    if is_lake(cfg.store) and action in ("set", "rm"):
+        return _lake_policy(cfg, principal, policy)
     with open_store(cfg, create=action == "set", read_only=action in ("show", "list")) as store:
-        if action == "set":
-            try:
-                policy = build_policy(PolicySpec(args.authors, args.visibility, args.deny_kind, args.deny_tag,
-                                                 args.deny_writes))
-            except ValueError as exc:
-                raise CliError(str(exc)) from None
+        if policy is not None:
             set_policy(store, principal, policy)
             print(f"policy for {principal}: {policy.describe()}")
         elif action == "show":
@@ -196,6 +216,21 @@ def cmd_policy(args: argparse.Namespace) -> int:
             removed = remove_policy(store, principal)
             print(f"policy for {principal}: {'removed' if removed else 'none stored'}; the default applies")
         else:
-            for agent, policy in list_policies(store, principal.org, principal.workspace):
-                print(f"{agent}: {policy.describe()}")
+            for agent, listed in list_policies(store, principal.org, principal.workspace):
+                print(f"{agent}: {listed.describe()}")
+    return EXIT_OK
+
+
+def _lake_policy(cfg: Settings, principal: Any, policy: Any) -> int:
+    """A lake's policies are committed to the lake; every host's replica applies them in commit order."""
+    from recallfs.query.backend import LakeBackend
+    from recallfs.query.lake_location import parse_lake
+
+    backend = LakeBackend(parse_lake(cfg.store))
+    try:
+        backend.commit_policy(principal, policy)
+    finally:
+        backend.close()
+    what = policy.describe() if policy is not None else "removed; the default applies"
+    print(f"policy for {principal}: {what} (committed to the lake: every host's mount applies it within a second)")
     return EXIT_OK

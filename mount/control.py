@@ -21,7 +21,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -29,6 +29,9 @@ from recallfs.mount.control_auth import Access, ControlError, peer_of
 from recallfs.mount.control_options import options_from_payload
 from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
+
+if TYPE_CHECKING:
+    from recallfs.query.backend import Backend
 
 __all__ = ["ControlError", "ControlServer"]
 log = logging.getLogger("recallfs.mount.control")
@@ -42,8 +45,12 @@ class ControlServer:
     as whom a recall is answered (control_auth.Access)."""
 
     def __init__(self, ops: Any, state: dict[str, Any], settings: Settings, *,
-                 uid_map: dict[int, str] | None = None, principal: Principal | None = None) -> None:
+                 uid_map: dict[int, str] | None = None, principal: Principal | None = None,
+                 backend: Backend | None = None) -> None:
+        from recallfs.query.backend import FileBackend
+
         self.ops = ops
+        self.backend: Backend = backend or FileBackend()  # where a write is committed (query/backend.py)
         self.state = state  # pid, mountpoint, store, principal ...
         self.settings = settings
         self.started = time.time()
@@ -99,7 +106,7 @@ class ControlServer:
         self.access.admit(uid, op)  # before anything is done
         if op == "ping":
             return {"ok": True, **self.state, "uptime_s": round(time.time() - self.started, 1),
-                    "health": self.ops.health()}
+                    "health": {**self.ops.health(), "backend": self.backend.describe()}}
         if op == "ingest":
             return await self._ingest(req)
         if op == "recall":
@@ -110,6 +117,12 @@ class ControlServer:
             return {"ok": True, "workspaces": await self.ops._sync(self._counts)}
         raise ControlError(f"unknown request {op!r}")
 
+    def embedder(self) -> Any:
+        """The daemon's own settings decide whether (and with which model) new rows are embedded."""
+        from recallfs.query.embedder import embedder_from_settings
+
+        return embedder_from_settings(self.settings) if self.settings.semantic else None
+
     async def _ingest(self, req: dict[str, Any]) -> dict[str, Any]:
         from recallfs.query.ingest_file import load_file
 
@@ -119,19 +132,17 @@ class ControlServer:
     async def _write(self, load: Callable[[], list[Any]]) -> dict[str, Any]:
         """load()'s records ingested in one transaction (`recallfs ingest`'s path), on a worker thread, then
         what they changed invalidated in every view; a refusal writes nothing."""
-        from recallfs.query.embedder import embedder_from_settings
         from recallfs.query.ingest import IngestError
-        from recallfs.query.ingest_file import IndexRefreshError, ingest_records
+        from recallfs.query.ingest_file import IndexRefreshError
         from recallfs.query.store import StoreError
 
         store = self.ops.store
-        # the daemon's own settings decide whether (and with which model) new rows are embedded
-        embedder = embedder_from_settings(self.settings) if self.settings.semantic else None
+        embedder = self.embedder()
         if store.read_only:
             raise ControlError(f"ingest refused, nothing written: the store {store.path} is served read-only "
                                "(its file system or file is not writable)")
         try:
-            report = await self.ops.write_store(lambda: ingest_records(store, load(), embedder=embedder))
+            report = await self.ops.write_store(lambda: self.backend.ingest(store, load(), embedder=embedder))
         except IngestError as exc:
             raise ControlError(f"ingest refused, nothing written: {exc}") from None
         except (IndexRefreshError, StoreError) as exc:  # their messages say what was and was not written

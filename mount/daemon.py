@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.mount import process_setup, registry
-from recallfs.mount.daemon_start import Ready, make_ops, open_store, owner_of, semantic_arm, warm
+from recallfs.mount.daemon_start import Ready, attach_backend, make_ops, open_store, owner_of, semantic_arm, warm
 from recallfs.mount.inbox_process import InboxProcess
 from recallfs.mount.mount_config import MountConfig
 from recallfs.query import collector
@@ -38,6 +38,7 @@ def serve(config: MountConfig) -> int:
     import pyfuse3
     import trio
 
+    from recallfs.query.backend import backend_for
     from recallfs.query.fts_freshness import repair_fts
     from recallfs.query.store import StoreError, StoreLockedError
 
@@ -57,9 +58,11 @@ def serve(config: MountConfig) -> int:
     except StoreError as exc:
         ready.fail(str(exc))
         return 1
+    backend = backend_for(cfg.store)
     try:
         if not store.read_only:
             repair_fts(store)  # an ingest killed after its commit left rows outside the full-text index
+        attach_backend(backend, store)
         semantic = semantic_arm(cfg)
         schema = store.schema_for(config.principal)
         warm(store, schema, semantic)  # beside the model's load: hybrid-ready without a slow first recall
@@ -74,13 +77,13 @@ def serve(config: MountConfig) -> int:
         store.close()
         ready.fail(f"cannot mount {mountpoint}: {exc}")
         return 1
-    control = _record(config, ops, sock_path)
+    control = _record(config, ops, sock_path, backend)
     collector.tune_gc()
     code = 0
     try:
         inbox = InboxProcess(config.store, config.mountpoint, cfg.inbox_max_bytes,
                              allow_other=bool(config.uid_map), log_path=registry.log_path(config.mountpoint))
-        trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}", inbox)
+        trio.run(_run, ops, control, sock_path, ready, f"{mountpoint} for {config.who()}", inbox, backend)
         log.info("unmounting %s", mountpoint)
     except BaseException:
         log.exception("the daemon stopped on an error")
@@ -89,11 +92,12 @@ def serve(config: MountConfig) -> int:
         pyfuse3.close(unmount=True)
         sock_path.unlink(missing_ok=True)
         registry.remove_state(config.mountpoint, pid=os.getpid())
+        backend.close()
         store.close()
     return code
 
 
-def _record(config: MountConfig, ops: Any, sock_path: Path) -> Any:
+def _record(config: MountConfig, ops: Any, sock_path: Path, backend: Any) -> Any:
     """Record this mount in its state file (for `recallfs status`), and make its control server."""
     from recallfs.mount.control import ControlServer
 
@@ -108,11 +112,13 @@ def _record(config: MountConfig, ops: Any, sock_path: Path) -> Any:
     registry.write_state(state)
     return ControlServer(ops, {"pid": state.pid, "mountpoint": mountpoint, "store": state.store,
                                "principal": p.workspace_path, "agent": agent}, config.settings,
-                         uid_map=config.uid_map, principal=p)
+                         uid_map=config.uid_map, principal=p, backend=backend)
 
 
-async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str, inbox: Any) -> None:
+async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str, inbox: Any, backend: Any) -> None:
     import trio
+
+    from recallfs.mount.lake_follow import follow_lake
 
     ops.store.loop_thread = threading.get_ident()
     stop = trio.Event()
@@ -120,6 +126,8 @@ async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str,
         await nursery.start(control.serve, sock_path)
         nursery.start_soon(_watch_signals, stop)
         nursery.start_soon(_poll_state, ops)
+        if backend.kind == "ducklake":
+            nursery.start_soon(follow_lake, ops, backend, control.embedder())
         await ops.refresh_semantic()
         nursery.start_soon(_serve_fuse, stop)
         if inbox is not None:  # mounted over inbox/ while this loop serves the lookup it makes

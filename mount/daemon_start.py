@@ -105,6 +105,13 @@ def warm(store: Any, schema: str | None, semantic: Any) -> None:
         threading.Thread(target=query_graph, name="recallfs-query-graph", daemon=True).start()
 
 
+def attach_backend(backend: Any, store: Any) -> None:
+    """A lake's replica replays what the lake holds before the mount serves (without embedding: the
+    follow loop embeds once the model is up). An unreachable lake leaves the replica serving as it is."""
+    if not store.read_only:
+        backend.attach(store, embedder=None)
+
+
 def owner_of(store: Path) -> str:
     from recallfs.mount.control_client import ControlError, request
 

@@ -91,7 +91,8 @@ def verdict(
     semantic_stuck_s: float = 0.0,
     repairs: Iterable[dict[str, Any]] = (),
 ) -> Verdict:
-    """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any)."""
+    """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any) and
+    `stale` (why a lake's replica may lack the newest writes)."""
     failing: list[str] = []
     degraded: list[str] = []
     notes: list[str] = []
@@ -99,6 +100,8 @@ def verdict(
         failing.append(str(store["failed"]))
     elif store.get("broken"):
         failing.append(f"the database was invalidated by a DuckDB fatal error ({store['broken']}); reopening it")
+    if store.get("stale"):  # a replica whose lake is unreachable: it serves what it holds
+        degraded.append(str(store["stale"]))
     if store.get("read_only"):
         degraded.append("the store is served read-only (its file system or file is not writable): browsing "
                         "and recall work, ingest is refused")

@@ -150,7 +150,8 @@ class Upkeep:
             await self.invalidate({INDEX_DEP, RECALL_DEP})
 
     def store_state(self) -> dict[str, Any]:
-        return {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only}
+        return {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only,
+                "stale": self.store.stale}
 
     def verdict(self) -> Verdict:
         """Whether this daemon can serve (mount/health.py)."""
@@ -183,8 +184,9 @@ class Upkeep:
             **caches,
             "invalidations": self.invalidations,
             "generation": self.store.generation,
-            "degraded": not self.semantic_ready,
-            "degraded_reason": None if self.semantic_ready else self.degraded_reason,
+            "degraded": not self.semantic_ready or self.store.stale is not None,
+            "degraded_reason": "; ".join(r for r in (None if self.semantic_ready else self.degraded_reason,
+                                                     self.store.stale) if r) or None,
             "query_embedding": self.query_embedding(),
             **index_health(),  # derived indexes this process found behind or damaged, and rebuilt
         }

@@ -22,6 +22,8 @@ def _status_line(result: RecallResult) -> str:
     if not result.degraded:
         return {"lexical": "lexical arm (chosen)", "semantic": "semantic arm (chosen)"}.get(
             result.arm, "hybrid (lexical + semantic)")
+    if not result.lexical_only:  # both arms ran, on a store that may lack the newest writes
+        return f"degraded: {result.degraded_reason}"
     return f"degraded: {result.degraded_reason} (lexical arm only)"
 
 

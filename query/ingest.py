@@ -171,6 +171,32 @@ class _Known:
         return self.memories.setdefault((schema, table, mem_id), MemoryVersions())
 
 
+def _decide(known: _Known, schema: str, rec: MemoryRecord) -> tuple[str, Outcome, int]:
+    """(memory id, outcome, version) of `rec` against what `known` holds; an accepted record is added to
+    `known`, so a later record of the same batch is decided against it."""
+    known.load(schema, rec.table)
+    # a known source record keeps its memory id: a changed one is a new version of it
+    mem_id = known.source.get((schema, rec.table, rec.source_id), rec.id)
+    versions = known.memory(schema, rec.table, mem_id)
+    outcome = decide(versions, rec.content_hash, rec.created_at)
+    version = versions.max_version + 1
+    if outcome is not Outcome.UNCHANGED:
+        known.source[(schema, rec.table, rec.source_id)] = mem_id
+        versions.add(rec.content_hash, version, rec.created_at)
+    return mem_id, outcome, version
+
+
+def changing(store: Store, batch: list[MemoryRecord]) -> list[MemoryRecord]:
+    """The records of `batch` that an ingest would write now (new, or changed); reads only."""
+    known = _Known(store.cursor())
+    out = []
+    for rec in batch:
+        schema = store.partition(rec.org, rec.workspace)
+        if schema is None or _decide(known, schema, rec)[1] is not Outcome.UNCHANGED:
+            out.append(rec)
+    return out
+
+
 def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], None] | None) -> IngestReport:
     report = IngestReport()
     report.read = len(batch)
@@ -182,20 +208,13 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
         for index, rec in enumerate(batch):
             schema = store.ensure_partition(cur, rec.org, rec.workspace)
             report.partitions.add((rec.org, rec.workspace))
-            known.load(schema, rec.table)
-            # a known source record keeps its memory id: a changed one is a new version of it
-            rec.id = known.source.get((schema, rec.table, rec.source_id), rec.id)
-            versions = known.memory(schema, rec.table, rec.id)
-            outcome = decide(versions, rec.content_hash, rec.created_at)
+            rec.id, outcome, version = _decide(known, schema, rec)
             if outcome is Outcome.UNCHANGED:
                 report.unchanged += 1
                 continue
-            version = versions.max_version + 1
             report.new_versions += outcome is not Outcome.NEW
             report.historical += outcome is Outcome.HISTORICAL
             accepted.append(((schema, rec.table), rec, version))
-            known.source[(schema, rec.table, rec.source_id)] = rec.id
-            versions.add(rec.content_hash, version, rec.created_at)
             if progress and index % 200 == 0:
                 progress(index)
         # One round trip for all row ids rather than one per record.

@@ -109,6 +109,7 @@ def recall(
     req = parse(query, arm=arm, fusion=fusion, options=options, k=k, offset=offset, now=now)
     trace = Trace(notes=list(req.errors))
     trace.degraded, trace.degraded_reason = semantic_state(arm, semantic)
+    trace.stale = store.stale
     handle = _semantic_query(req, semantic, trace)  # its embedding starts now, beside the lexical work
     schema = store.schema_for(principal)
     if schema is None:
@@ -291,9 +292,10 @@ def _result(
     total: int = 0, entity: EntityCard | None = None, stages: dict[str, str] | None = None,
 ) -> RecallResult:
     timings = {**trace.timings, "total": (time.perf_counter() - t_start) * 1000}
+    reasons = [r for r in (trace.degraded_reason if trace.degraded else None, trace.stale) if r]
     return RecallResult(
         query=req.query, search_text=req.text, workspace=principal.workspace_path, agent=principal.agent,
-        arm=req.arm, hits=hits or [], degraded=trace.degraded, degraded_reason=trace.degraded_reason,
-        total_candidates=total, offset=req.offset, k=req.k, timings_ms=timings, notes=trace.notes, entity=entity,
-        stages=stages or {},
+        arm=req.arm, hits=hits or [], degraded=trace.degraded or trace.stale is not None,
+        degraded_reason="; ".join(reasons) or None, total_candidates=total, offset=req.offset, k=req.k,
+        timings_ms=timings, notes=trace.notes, entity=entity, stages=stages or {}, lexical_only=trace.degraded,
     )

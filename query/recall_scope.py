@@ -97,6 +97,7 @@ class Trace:
     degraded: bool = True
     degraded_reason: str | None = "off"
     timings: dict[str, float] = field(default_factory=dict)
+    stale: str | None = None  # why the store may lack the newest writes (Store.stale)
 
     def timed(self, name: str, fn: Callable[[], T]) -> T:
         """fn(), its time added to timings[name] (also when it raises)."""

@@ -75,6 +75,9 @@ class RecallResult:
     # The entity the query names exactly: shown before the hits (it is not a hit and takes no rank).
     entity: EntityCard | None = None
     stages: dict[str, str] = field(default_factory=dict)  # what each shaping stage did
+    # degraded because the semantic arm is not running: the lexical arm alone answered (degraded can also
+    # be a replica whose lake is unreachable, which still answers with both arms)
+    lexical_only: bool = False
 
     @property
     def has_more(self) -> bool:

@@ -56,6 +56,11 @@ def default_store() -> str:
     return str(Path(base) / "recallfs" / "store.duckdb")
 
 
+def default_replica_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "recallfs" / "lakes")
+
+
 class SettingsError(ValueError):
     """A setting whose value cannot be used; the message names its RECALLFS_* variable."""
 
@@ -124,7 +129,10 @@ class Settings:
     """Every setting, typed. Built once (`resolve`) and passed down; the field's metadata is its help,
     and the fields in order are the README's configuration table."""
 
-    store: str = _s("", "path of the DuckDB store (default ~/.local/share/recallfs/store.duckdb)")
+    store: str = _s("", "path of the DuckDB store (default ~/.local/share/recallfs/store.duckdb), or a shared "
+                    "DuckLake store: ducklake:postgres:CONNINFO;data=DIR (README \"Many hosts\")")
+    replica_dir: str = _s("", "where this host keeps its copy of a DuckLake store (default "
+                          "~/.cache/recallfs/lakes); one directory per host")
     workspace: str = _s("default/default", "workspace ORG/WS that commands act on")
     agent: str = _s("default", "agent name: author of ingested memories and reader of recall")
     model: str = _s("", "sentence-transformers model directory (default: the packaged MiniLM-L6)")
@@ -237,6 +245,8 @@ def resolve(overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] |
             values[name] = value
     if not values.get("store"):
         values["store"] = default_store()
+    if not values.get("replica_dir"):
+        values["replica_dir"] = default_replica_dir()
     return Settings(**values)
 
 

@@ -125,6 +125,9 @@ class Store:
         self.epoch = 0  # bumped on every reopen: a thread's cursor from an older epoch is replaced
         self.generation = 0  # bumped on every committed change (and reopen); caches key on it
         self.health = StoreHealth()
+        # Why this store may lack the newest writes, for recall to say so: set by whoever keeps it in step
+        # (a replica whose lake is unreachable, query/backend.py); None when it is current.
+        self.stale: str | None = None
         self._partitions: dict[tuple[str, str], str] = {}
         self._root_opened = False
         self._root = self._connect()

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lake_helpers import lake, pg_cluster  # noqa: F401 (fixtures: one PostgreSQL for the whole session)
 
 REPO = Path(__file__).resolve().parents[1]
 LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"

@@ -1,0 +1,66 @@
+"""A mount of a DuckLake store follows the lake: what other hosts commit shows here within a poll.
+
+Twice a second the lake's snapshot id is read (one small catalog query, in a thread). When it moved, the
+new batches are replayed into this host's replica through the mount's writer, which invalidates what
+they changed in the kernel's cache, as after an ingest here. When the lake cannot be reached the
+replica keeps serving, health says degraded and why, and the next poll that reaches it catches up.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from recallfs.query.ingest import IngestReport
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+RETRY_S = 2.0  # while the lake is unreachable: each try may wait for a connect timeout
+
+
+async def follow_lake(ops: Any, backend: Any, embedder: Any) -> None:
+    from recallfs.query.lake import LakeUnavailable
+
+    store = ops.store
+    await _embed_backlog(ops, store, embedder)
+    while True:
+        try:
+            moved = await trio.to_thread.run_sync(_moved, backend, store)
+            if moved:
+                await ops.write_store(lambda: backend.sync(store, embedder=embedder))
+        except LakeUnavailable:
+            await ops.refresh_health()
+            await trio.sleep(RETRY_S)
+            continue
+        except Exception:
+            log.exception("could not follow the lake")
+        if moved or store.stale is not None:
+            await ops.refresh_health()
+        await trio.sleep(POLL_S)
+
+
+def _moved(backend: Any, store: Any) -> bool:
+    """Whether the lake holds a snapshot the replica has not replayed (raises LakeUnavailable)."""
+    return bool(backend._call(store, backend.lake.snapshot) > backend.snapshot)
+
+
+async def _embed_backlog(ops: Any, store: Any, embedder: Any) -> None:
+    """Rows replayed before the model was up (the daemon's start replays without embedding) get their
+    vectors now; until then the lexical arm finds them."""
+    from recallfs.query.ingest_file import embed_new_rows
+
+    if embedder is None or store.read_only:
+        return
+    report = IngestReport(partitions=set(store.workspaces()))
+    try:
+        await ops.write_store(lambda: _embedded(embed_new_rows(store, report, embedder=embedder), report))
+    except Exception:
+        log.exception("could not embed the rows replayed from the lake; `recallfs reindex` embeds them")
+
+
+def _embedded(count: int, report: IngestReport) -> IngestReport:
+    log.info("embedded %d rows replayed from the lake", count)
+    return report

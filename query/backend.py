@@ -1,0 +1,192 @@
+"""The store backend seam: where writes are committed, and where other hosts' writes come from.
+
+Every store is read through a single-file DuckDB Store, so the query, ranking and scope code never
+knows which backend is in use:
+- `FileBackend`: the store is the file; a write goes straight to it, and nothing else writes.
+- `LakeBackend`: the store is this host's replica of a DuckLake store (query/lake_replica.py). A write
+  is committed to the lake, then replayed here; `sync` replays what other hosts committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from recallfs.query.ingest import IngestReport, changing
+from recallfs.query.ingest_file import Progress, ingest_records
+from recallfs.query.lake_location import LakeLocation, is_lake, parse_lake, replica_path
+from recallfs.query.records import MemoryRecord
+from recallfs.query.store import Store
+from recallfs.scope.policy import Policy
+from recallfs.scope.principal import Principal
+
+if TYPE_CHECKING:
+    from recallfs.query.embedder import Embedder
+    from recallfs.query.lake import Lake
+    from recallfs.query.lake_replica import CatchUp
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Backend(Protocol):
+    kind: str
+
+    def attach(self, store: Store, *, embedder: Embedder | None) -> None: ...
+
+    def ingest(self, store: Store, records: list[MemoryRecord], *, embedder: Embedder | None,
+               progress: Progress | None = None) -> IngestReport: ...
+
+    def sync(self, store: Store, *, embedder: Embedder | None) -> IngestReport | None: ...
+
+    def problem(self) -> str | None: ...
+
+    def describe(self) -> dict[str, object]: ...
+
+    def close(self) -> None: ...
+
+
+class FileBackend:
+    kind = "file"
+
+    def attach(self, store: Store, *, embedder: Embedder | None) -> None:
+        pass
+
+    def ingest(self, store: Store, records: list[MemoryRecord], *, embedder: Embedder | None,
+               progress: Progress | None = None) -> IngestReport:
+        return ingest_records(store, records, progress=progress, embedder=embedder)
+
+    def sync(self, store: Store, *, embedder: Embedder | None) -> IngestReport | None:
+        return None
+
+    def problem(self) -> str | None:
+        return None
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind}
+
+    def close(self) -> None:
+        pass
+
+
+class LakeBackend:
+    kind = "ducklake"
+
+    def __init__(self, location: LakeLocation, lake: Lake | None = None) -> None:
+        from recallfs.query.lake import Lake
+
+        self.location = location
+        self.lake = lake or Lake(location)
+        self.snapshot = 0  # what the replica holds
+        self.unreachable: str | None = None  # why the last call to the lake failed, until one succeeds
+        self.unreachable_since: float | None = None
+        self.synced_at: float | None = None
+
+    def _call(self, store: Store, fn: Callable[[], T]) -> T:
+        """fn() against the lake, keeping whether the lake answers (`problem`, and the replica's `stale`
+        that recall reports)."""
+        from recallfs.query.lake import LakeUnavailable
+
+        try:
+            done = fn()
+        except LakeUnavailable as exc:
+            if self.unreachable is None:
+                self.unreachable_since = time.time()
+                log.info("%s", exc)  # the daemon's follow loop warns; a command's error line says it
+            self.unreachable = str(exc)
+            raise
+        finally:
+            store.stale = self.problem()
+        if self.unreachable is not None:
+            log.info("the lake answers again")
+        self.unreachable = self.unreachable_since = None
+        store.stale = None
+        return done
+
+    def _catch_up(self, store: Store, embedder: Embedder | None, mine: str | None = None) -> CatchUp:
+        from recallfs.query.lake_replica import catch_up
+
+        done = self._call(store, lambda: catch_up(store, self.lake, embedder=embedder, mine=mine))
+        self.snapshot, self.synced_at = done.snapshot, time.time()
+        return done
+
+    def attach(self, store: Store, *, embedder: Embedder | None) -> None:
+        """Tie `store` to this lake and replay it. A lake that cannot be reached leaves the replica as it
+        is, serving what it holds (`problem` says so)."""
+        from recallfs.query.lake import LakeUnavailable
+        from recallfs.query.lake_replica import bind, watermark
+
+        bind(store, self.lake)
+        self.snapshot = watermark(store)
+        try:
+            self.sync(store, embedder=embedder)
+        except LakeUnavailable:
+            pass
+
+    def ingest(self, store: Store, records: list[MemoryRecord], *, embedder: Embedder | None,
+               progress: Progress | None = None) -> IngestReport:
+        """Commit the records that would change the store to the lake as one batch, then replay the lake
+        here. Unchanged records are not appended, so re-ingesting a file does not grow the lake."""
+        from recallfs.query.lake import LakeUnavailable, new_batch_id
+
+        batch = new_batch_id()
+        try:
+            self._catch_up(store, None)
+            fresh = changing(store, records)
+            if fresh:
+                self._call(store, lambda: self.lake.append_records(fresh, batch))
+        except LakeUnavailable as exc:
+            raise LakeUnavailable(f"{exc}; nothing was written") from None
+        try:
+            done = self._catch_up(store, embedder, mine=batch)
+        except LakeUnavailable as exc:
+            raise LakeUnavailable(f"the batch is committed to the lake, but this host's copy could not replay it "
+                                  f"({exc}); it catches up once the lake answers") from None
+        report = done.mine or IngestReport()
+        report.read = len(records)
+        report.unchanged += len(records) - len(fresh)
+        report.partitions |= {(r.org, r.workspace) for r in records}
+        if progress:
+            progress(len(records), len(records))
+        return report
+
+    def commit_policy(self, principal: Principal, policy: Policy | None) -> None:
+        """Set `principal`'s policy (or remove it: None) on every host: committed to the lake, and replayed
+        by each replica in commit order. Needs no replica here, so it works while a mount holds it."""
+        from recallfs.query.lake import new_batch_id
+        from recallfs.query.lake_replica import policy_change
+
+        self.lake.append_policy(policy_change(principal, policy), new_batch_id())
+
+    def sync(self, store: Store, *, embedder: Embedder | None) -> IngestReport | None:
+        """Replay what other hosts committed; None when there was nothing new."""
+        done = self._catch_up(store, embedder)
+        return done.report if done.batches else None
+
+    def problem(self) -> str | None:
+        if self.unreachable is None:
+            return None
+        since = time.strftime("%H:%M:%S", time.localtime(self.unreachable_since or time.time()))
+        return (f"the shared lake is unreachable since {since} ({self.unreachable}); answers come from this "
+                f"host's copy as of lake snapshot {self.snapshot}, and ingest is refused")
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "lake": self.location.describe(), "snapshot": self.snapshot,
+                "synced_at": self.synced_at, "degraded": self.unreachable is not None,
+                "degraded_reason": self.problem()}
+
+    def close(self) -> None:
+        self.lake.close()
+
+
+def store_file(store: str, replica_dir: str) -> str:
+    """The file a store setting is read from: the store itself, or this host's replica of a lake."""
+    if is_lake(store):
+        return str(replica_path(parse_lake(store), replica_dir))
+    return store
+
+
+def backend_for(store: str) -> Backend:
+    return LakeBackend(parse_lake(store)) if is_lake(store) else FileBackend()

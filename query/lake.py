@@ -1,0 +1,243 @@
+"""A DuckLake store: the shared log of every ingested record and policy change, with its catalog in
+PostgreSQL and its rows in Parquet under the data path.
+
+The lake holds what was ingested, in commit order; each host's daemon replays it into its own replica
+(query/lake_replica.py), where the query, ranking and scope code read as from any single-file store.
+Why a log and a replica rather than querying the lake: developer-notes/lake.md.
+
+One connection, used under a lock: lake calls are few and small (an append per ingest, a snapshot id per
+poll). A connection that failed (PostgreSQL down) is dropped and made again on the next call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from recallfs.query.fts_extension import DUCKDB_CONFIG
+from recallfs.query.lake_extensions import load_lake_extensions
+from recallfs.query.lake_location import LakeLocation
+from recallfs.query.records import MemoryRecord
+from recallfs.query.store import StoreError
+
+# A record's fields as lake columns ("table" is a keyword: the lake calls it tbl).
+_TYPES = {"str": "VARCHAR", "datetime": "TIMESTAMP", "int | None": "INTEGER", "list[str]": "VARCHAR[]",
+          "str | None": "VARCHAR"}
+RECORD_COLUMNS = {("tbl" if f.name == "table" else f.name): _TYPES[str(f.type)] for f in fields(MemoryRecord)}
+LOG_COLUMNS = {"batch": "VARCHAR", "item": "INTEGER", "host": "VARCHAR", "appended_at": "TIMESTAMP"}
+POLICY_COLUMNS = {"batch": "VARCHAR", "org": "VARCHAR", "workspace": "VARCHAR", "agent": "VARCHAR",
+                  "removed": "BOOLEAN", "authors": "VARCHAR[]", "visibilities": "VARCHAR[]",
+                  "deny_kinds": "VARCHAR[]", "deny_tags": "VARCHAR[]", "writes": "BOOLEAN",
+                  "host": "VARCHAR", "appended_at": "TIMESTAMP"}
+TABLES = {"records": {**LOG_COLUMNS, **RECORD_COLUMNS}, "policies": POLICY_COLUMNS}
+COMMIT_RETRIES = 20  # on top of DuckLake's own (ducklake_max_retry_count)
+
+
+class LakeUnavailable(StoreError):
+    """The lake's catalog (PostgreSQL) or data path cannot be reached; the message says which and why."""
+
+
+@dataclass(slots=True)
+class LakeBatch:
+    """One ingest's records, or one policy change, as committed in one lake snapshot."""
+
+    snapshot: int
+    batch: str
+    records: list[MemoryRecord]
+    policies: list[dict[str, Any]]
+
+
+def new_batch_id() -> str:
+    return f"{socket.gethostname()}-{uuid.uuid4().hex[:16]}"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+
+
+def why_unreachable(exc: BaseException) -> str:
+    """The reason libpq gave ("No such file or directory", "Connection refused", a timeout), without
+    DuckDB's wrapping, which repeats the whole catalog string twice."""
+    text = _first_line(exc)
+    if "Unable to connect to Postgres" in text:
+        return f"PostgreSQL did not answer ({text.rsplit('failed: ', 1)[-1].strip()})"
+    return text
+
+
+class Lake:
+    def __init__(self, location: LakeLocation) -> None:
+        self.location = location
+        self._lock = threading.Lock()
+        self._conn: duckdb.DuckDBPyConnection | None = None
+
+    # -- connection -------------------------------------------------------------------------------
+    def _attach_string(self) -> str:
+        catalog = self.location.catalog
+        if "connect_timeout=" not in catalog:  # an unreachable host must fail fast, not hang a poll
+            catalog += " connect_timeout=5"
+        return f"ducklake:{catalog}"
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        conn = duckdb.connect(config=dict(DUCKDB_CONFIG))
+        try:
+            load_lake_extensions(conn)
+            if "://" not in self.location.data_path:
+                os.makedirs(self.location.data_path, exist_ok=True)
+            conn.execute(f"ATTACH '{self._attach_string()}' AS lake (DATA_PATH '{self.location.data_path}')")
+            for table, columns in TABLES.items():
+                cols = ", ".join(f"{name} {kind}" for name, kind in columns.items())
+                conn.execute(f"CREATE TABLE IF NOT EXISTS lake.{table} ({cols})")
+        except (duckdb.Error, OSError) as exc:
+            conn.close()
+            raise LakeUnavailable(f"cannot reach the lake's catalog ({self.location.catalog_host()}): "
+                                  f"{why_unreachable(exc)}") from None
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:
+            if self._conn is None:
+                self._conn = self._connect()
+            try:
+                yield self._conn
+            except duckdb.TransactionException:
+                raise
+            except duckdb.Error as exc:
+                self._drop()
+                raise LakeUnavailable(f"the lake's catalog ({self.location.catalog_host()}) failed: "
+                                      f"{why_unreachable(exc)}") from None
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except duckdb.Error:
+                pass
+            self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    # -- reading ----------------------------------------------------------------------------------
+    def snapshot(self) -> int:
+        with self._connection() as conn:
+            row = conn.execute("SELECT id FROM lake.current_snapshot()").fetchone()
+        return int(row[0]) if row else 0
+
+    def changes(self, since: int, upto: int) -> list[LakeBatch]:
+        """What was committed after snapshot `since` up to `upto`, batch by batch in commit order."""
+        if upto <= since:
+            return []
+        batches: dict[tuple[int, str], LakeBatch] = {}
+        with self._connection() as conn:
+            for table in TABLES:
+                rel = conn.execute(
+                    f"SELECT * FROM lake.table_changes('{table}', {since + 1}, {upto}) "
+                    "WHERE change_type = 'insert' ORDER BY snapshot_id, batch"
+                    + (", item" if table == "records" else ""))
+                names = [d[0] for d in rel.description]
+                for values in rel.fetchall():
+                    row = dict(zip(names, values, strict=True))
+                    key = (int(row["snapshot_id"]), str(row["batch"]))
+                    batch = batches.setdefault(key, LakeBatch(key[0], key[1], [], []))
+                    if table == "records":
+                        batch.records.append(record_from_row(row))
+                    else:
+                        batch.policies.append(row)
+        return [batches[k] for k in sorted(batches)]
+
+    # -- writing ----------------------------------------------------------------------------------
+    def append_records(self, records: Iterable[MemoryRecord], batch: str) -> int:
+        """Commit `records` as one batch (all or nothing); returns the snapshot that holds it."""
+        now = datetime.now()
+        host = socket.gethostname()
+        with _staged_rows(row_of(rec, batch, i, host, now) for i, rec in enumerate(records)) as path:
+            return self._commit("records", path)
+
+    def append_policy(self, change: dict[str, Any], batch: str) -> int:
+        row = {**{k: None for k in POLICY_COLUMNS}, **change, "batch": batch, "host": socket.gethostname(),
+               "appended_at": datetime.now().isoformat(sep=" ")}
+        with _staged_rows([row]) as path:
+            return self._commit("policies", path)
+
+    def _commit(self, table: str, path: str) -> int:
+        columns = TABLES[table]
+        spec = ", ".join(f"'{k}': '{v}'" for k, v in columns.items())
+        sql = (f"INSERT INTO lake.{table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM "
+               f"read_json(?, format='newline_delimited', columns={{{spec}}})")
+        for attempt in range(COMMIT_RETRIES + 1):
+            with self._connection() as conn:
+                try:
+                    conn.execute("BEGIN TRANSACTION")
+                    conn.execute(sql, [path])
+                    conn.execute("COMMIT")
+                    row = conn.execute("SELECT id FROM lake.current_snapshot()").fetchone()
+                    return int(row[0]) if row else 0
+                except duckdb.TransactionException:
+                    _rollback(conn)
+                    if attempt == COMMIT_RETRIES:
+                        raise LakeUnavailable(f"the lake {self.location.describe()} refused the commit "
+                                              f"{COMMIT_RETRIES} times (other hosts writing); nothing was "
+                                              "written, run it again") from None
+                except BaseException:
+                    _rollback(conn)
+                    raise
+            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))  # apart from the host it collided with
+        raise AssertionError("unreachable")
+
+    def compact(self) -> None:
+        """Move inlined small inserts out of PostgreSQL and merge small Parquet files. Snapshots are kept:
+        every replica follows the change feed from its own snapshot."""
+        with self._connection() as conn:
+            conn.execute("CALL ducklake_flush_inlined_data('lake')")
+            conn.execute("CALL ducklake_merge_adjacent_files('lake')")
+
+
+def _rollback(conn: duckdb.DuckDBPyConnection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except duckdb.Error:
+        pass
+
+
+def row_of(rec: MemoryRecord, batch: str, item: int, host: str, now: datetime) -> dict[str, Any]:
+    row: dict[str, Any] = {"batch": batch, "item": item, "host": host, "appended_at": now.isoformat(sep=" ")}
+    for f in fields(MemoryRecord):
+        value = getattr(rec, f.name)
+        row["tbl" if f.name == "table" else f.name] = value.isoformat(sep=" ") if isinstance(value, datetime) else value
+    return row
+
+
+def record_from_row(row: dict[str, Any]) -> MemoryRecord:
+    values = {f.name: row["tbl" if f.name == "table" else f.name] for f in fields(MemoryRecord)}
+    values["tags"] = list(values["tags"] or [])
+    values["refs"] = list(values["refs"] or [])
+    return MemoryRecord(**values)
+
+
+@contextmanager
+def _staged_rows(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The rows as a newline-delimited JSON file for read_json (query/ingest.py: far faster than executemany)."""
+    fd, path = tempfile.mkstemp(prefix="recallfs-lake-", suffix=".jsonl")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False))
+                fh.write("\n")
+        yield path
+    finally:
+        os.unlink(path)

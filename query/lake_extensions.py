@@ -1,0 +1,63 @@
+"""DuckDB's ducklake and postgres extensions, loaded from their PyPI packages by path, never fetched.
+
+Both ship as `duckdb-extension-<name>` wheels pinned with DuckDB. ducklake loads by its path. The
+postgres one does not: DuckDB derives the entry point from the file name, and the extension's
+internal name is `postgres_scanner`, so it is loaded through a link of that name in a private
+directory. Autoloading stays off (fts_extension.DUCKDB_CONFIG): `INSTALL postgres` by name would go
+to the network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+# extension -> (package, the file name DuckDB must see to find the entry point)
+_PACKAGES = {"ducklake": ("duckdb_extension_ducklake", "ducklake"),
+             "postgres": ("duckdb_extension_postgres", "postgres_scanner")}
+
+
+class LakeExtensionError(RuntimeError):
+    """An extension package is not installed (or does not match this DuckDB)."""
+
+
+def extension_file(name: str) -> Path:
+    package, _ = _PACKAGES[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise LakeExtensionError(f"the {package.replace('_', '-')} package is not installed: "
+                                 "pip install 'recallfs[lake]' (or run `make setup`)")
+    version = duckdb.__version__
+    path = Path(next(iter(spec.submodule_search_locations))) / "extensions" / f"v{version}" / f"{name}.duckdb_extension"
+    if not path.is_file():
+        raise LakeExtensionError(f"{package} has no build for DuckDB {version} (looked for {path})")
+    return path
+
+
+def _linked(name: str) -> Path:
+    """The extension's file under the name DuckDB needs, as a link in a directory of this user's."""
+    source = extension_file(name)
+    _, loaded_as = _PACKAGES[name]
+    if source.stem == loaded_as:
+        return source
+    directory = Path(tempfile.gettempdir()) / f"recallfs-extensions-{os.getuid()}" / f"v{duckdb.__version__}"
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    link = directory / f"{loaded_as}.duckdb_extension"
+    if not (link.is_symlink() and Path(os.readlink(link)) == source):
+        tmp = directory / f".{loaded_as}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(source)
+        os.replace(tmp, link)  # atomic: two processes linking at once both end with a good link
+    return link
+
+
+def load_lake_extensions(conn: duckdb.DuckDBPyConnection) -> None:
+    for name in ("ducklake", "postgres"):
+        try:
+            conn.execute(f"LOAD '{_linked(name)}'")
+        except duckdb.Error as exc:
+            raise LakeExtensionError(f"cannot load DuckDB's {name} extension: {str(exc).splitlines()[0]}") from None

@@ -1,0 +1,80 @@
+"""`recallfs migrate`: a single-file store into a lake, or a lake into a new single-file store.
+
+Into a lake: every version of every memory, in the order the store took them (rid order), and every
+policy, committed as one lake transaction: all or nothing. Replayed by a replica (ingest itself), the
+versions, heads and policies come out as they were. Out of a lake: the lake replayed into a new file,
+which is then an ordinary store, tied to no lake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from recallfs.query.lake import Lake, new_batch_id
+from recallfs.query.lake_replica import LAKE_KEY, WATERMARK, catch_up, policy_change
+from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.policies import list_policies
+from recallfs.query.records import MemoryRecord
+from recallfs.query.store import Store
+from recallfs.scope.policy import Policy
+from recallfs.scope.principal import Principal
+
+if TYPE_CHECKING:
+    from recallfs.query.embedder import Embedder
+
+_FIELDS = [f.name for f in fields(MemoryRecord) if f.name != "table"]
+
+
+@dataclass(slots=True)
+class Migrated:
+    memories: int  # versions, counted as rows
+    policies: int
+    snapshot: int  # the lake snapshot that holds them (into a lake), or that was replayed (out of one)
+
+
+def stored_records(store: Store) -> Iterator[MemoryRecord]:
+    """Every version of every memory, in the order the store took them."""
+    cur = store.cursor()
+    for org, workspace in store.workspaces():
+        schema = store.partition(org, workspace)
+        if schema is None:
+            continue
+        union = " UNION ALL ".join(f"SELECT rid, '{t}' AS tbl, {', '.join(_FIELDS)} FROM {schema}.{t}"
+                                   for t in MEMORY_TABLES)
+        names = ["rid", "tbl", *_FIELDS]
+        for values in cur.execute(f"SELECT {', '.join(names)} FROM ({union}) ORDER BY rid").fetchall():
+            row = dict(zip(names, values, strict=True))
+            yield _record(row)
+
+
+def _record(row: dict[str, Any]) -> MemoryRecord:
+    values = {k: row[k] for k in _FIELDS}
+    values["tags"] = list(values["tags"] or [])
+    values["refs"] = list(values["refs"] or [])
+    return MemoryRecord(table=str(row["tbl"]), **values)
+
+
+def file_to_lake(store: Store, lake: Lake) -> Migrated:
+    records = list(stored_records(store))
+    batch = new_batch_id()
+    snapshot = lake.append_records(records, batch) if records else lake.snapshot()
+    changes = [policy_change(principal, policy) for principal, policy in _policies(store)]
+    for change in changes:  # after the memories: a replica applies them in this order
+        snapshot = lake.append_policy(change, batch)
+    return Migrated(len(records), len(changes), snapshot)
+
+
+def _policies(store: Store) -> Iterator[tuple[Principal, Policy]]:
+    for org, workspace in store.workspaces():
+        for agent, policy in list_policies(store, org, workspace):
+            yield Principal(org, workspace, agent), policy
+
+
+def lake_to_file(lake: Lake, store: Store, *, embedder: Embedder | None) -> Migrated:
+    done = catch_up(store, lake, embedder=embedder)
+    with store.transaction() as tx:  # an ordinary store now, tied to no lake
+        tx.execute("DELETE FROM main.meta WHERE key IN (?, ?)", [LAKE_KEY, WATERMARK])
+    policies = sum(len(list_policies(store, o, w)) for o, w in store.workspaces())
+    return Migrated(done.report.read, policies, done.snapshot)

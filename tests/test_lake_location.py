@@ -1,0 +1,62 @@
+"""Lake store URLs, from a table: what parses, what is refused and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recallfs.query.lake_location import LakeLocationError, is_lake, parse_lake, replica_path
+
+GOOD = [
+    ("ducklake:postgres:dbname=mem host=/run/pg port=5432 user=r;data=/shared/lake",
+     "postgres:dbname=mem host=/run/pg port=5432 user=r", "/shared/lake/"),
+    ("ducklake:postgres:dbname=mem  host=db.internal;data=/shared/lake/",
+     "postgres:dbname=mem host=db.internal", "/shared/lake/"),
+    ("ducklake:postgres:dbname=mem;data=s3://bucket/lake", "postgres:dbname=mem", "s3://bucket/lake/"),
+]
+
+BAD = [
+    ("ducklake:postgres:dbname=mem", "name the data directory"),
+    ("ducklake:postgres:dbname=mem;data=", "name the data directory"),
+    ("ducklake:sqlite:x.db;data=/d", "the catalog must be PostgreSQL"),
+    ("ducklake:postgres:;data=/d", "the catalog must be PostgreSQL"),
+    ("ducklake:postgres:dbname=mem hots=x;data=/d", "unknown connection keyword 'hots'"),
+    ("ducklake:postgres:dbname;data=/d", "is not KEY=VALUE"),
+    ("ducklake:postgres:dbname=m' x=1;data=/d", "quotes are not allowed"),
+    ("/var/store.duckdb", "is not a lake URL"),
+]
+
+
+@pytest.mark.parametrize(("url", "catalog", "data"), GOOD)
+def test_lake_urls_parse(url: str, catalog: str, data: str) -> None:
+    loc = parse_lake(url)
+    assert (loc.catalog, loc.data_path) == (catalog, data)
+    assert parse_lake(loc.url) == loc  # the canonical form parses to itself
+
+
+@pytest.mark.parametrize(("url", "why"), BAD)
+def test_bad_lake_urls_say_why(url: str, why: str) -> None:
+    with pytest.raises(LakeLocationError, match=why.replace("(", r"\(")):
+        parse_lake(url)
+
+
+def test_passwords_never_reach_messages() -> None:
+    loc = parse_lake("ducklake:postgres:dbname=m password=s3cret;data=/d")
+    assert "s3cret" not in loc.describe()
+    with pytest.raises(LakeLocationError) as err:
+        parse_lake("ducklake:postgres:dbname=m password=s3cret")
+    assert "s3cret" not in str(err.value)
+
+
+def test_relative_data_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert parse_lake("ducklake:postgres:dbname=m;data=lake").data_path == f"{tmp_path}/lake/"
+
+
+def test_each_lake_has_its_own_replica_and_hosts_agree_on_its_name(tmp_path: Path) -> None:
+    a = parse_lake("ducklake:postgres:dbname=a;data=/d")
+    b = parse_lake("ducklake:postgres:dbname=b;data=/d")
+    assert replica_path(a, tmp_path) != replica_path(b, tmp_path)
+    assert replica_path(a, tmp_path) == replica_path(parse_lake("ducklake:postgres:dbname=a ;data=/d/"), tmp_path)
+    assert is_lake(a.url) and not is_lake(str(tmp_path / "store.duckdb"))

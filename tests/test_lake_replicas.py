@@ -1,0 +1,147 @@
+"""A DuckLake store shared by hosts, through the real CLI and a real PostgreSQL (evals/pg_cluster.py):
+each "host" has its own replica directory, and shares only PostgreSQL and the data path with the other.
+
+What is checked: a write on one host reaches the other's replica; re-ingesting does not grow the lake;
+new versions, deletions and policies replay in commit order; two hosts ingesting at once (the same file
+or different ones) lose nothing and duplicate nothing; an unreachable lake leaves recall answering,
+marked degraded with the reason, ingest refused in one line, and a catch-up once it is back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import duckdb
+from lake_helpers import LakeSpec, host_env, pg_ctl
+
+from conftest import RECALLFS, fact, run_cli, write_jsonl
+
+
+def heads(env: dict[str, str]) -> dict[str, tuple[int, str]]:
+    """memory id -> (version, content) of the current memories in this host's replica."""
+    replicas = Path(env["RECALLFS_REPLICA_DIR"])
+    (replica,) = replicas.glob("*/replica.duckdb")
+    with duckdb.connect(str(replica), read_only=True) as conn:
+        schemas = [r[0] for r in conn.execute("SELECT schema_name FROM main.partitions").fetchall()]
+        out = {}
+        for schema in schemas:
+            for tbl in ("facts", "turns", "summaries"):
+                for mem_id, version, content, status in conn.execute(
+                        f"SELECT t.id, t.version, t.content, t.status FROM {schema}.{tbl} t "
+                        f"JOIN {schema}.heads h ON h.rid = t.rid").fetchall():
+                    if status != "deleted":
+                        out[mem_id] = (version, content)
+        return out
+
+
+def lake_rows(spec: LakeSpec) -> int:
+    """Record rows the lake holds (every batch ever committed)."""
+    from recallfs.query.lake import Lake
+    from recallfs.query.lake_location import parse_lake
+
+    lk = Lake(parse_lake(spec.url))
+    try:
+        return sum(len(b.records) for b in lk.changes(0, lk.snapshot()))
+    finally:
+        lk.close()
+
+
+def recall_json(env: dict[str, str], query: str) -> dict:
+    proc = run_cli("recall", "--format", "json", "--arm", "lexical", query, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_write_on_one_host_reaches_the_other(lake: LakeSpec, tmp_path: Path) -> None:
+    a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    out = run_cli("init", env=a, check=True).stdout
+    assert out.startswith("lake ready: ducklake:postgres:") and "replica" in out
+    facts = [fact(f"f{i}", f"the harbour crane number {i} was serviced") for i in range(30)]
+    out = run_cli("ingest", str(write_jsonl(tmp_path / "one.jsonl", facts)), env=a, check=True).stdout
+    assert "30 written" in out
+    hits = recall_json(b, "harbour crane serviced")
+    assert hits["total_candidates"] == 30 and not hits["degraded"]
+    assert heads(a) == heads(b) and len(heads(b)) == 30
+
+    # Re-ingested on the other host: nothing written, and nothing appended to the lake.
+    before = lake_rows(lake)
+    out = run_cli("ingest", str(tmp_path / "one.jsonl"), env=b, check=True).stdout
+    assert "0 written" in out and "30 unchanged" in out
+    assert lake_rows(lake) == before == 30
+
+    # A new version and a deletion on B replay on A in commit order.
+    changed = [fact("f1", "the harbour crane number 1 was replaced"),
+               fact("f2", "the harbour crane number 2 was serviced", status="deleted")]
+    run_cli("ingest", str(write_jsonl(tmp_path / "two.jsonl", changed)), env=b, check=True)
+    recall_json(a, "harbour crane")  # an unmounted recall replays first
+    assert heads(a) == heads(b)
+    versions = heads(a)
+    assert len(versions) == 29
+    assert [v for v in versions.values() if "replaced" in v[1]] == [(2, "the harbour crane number 1 was replaced")]
+
+
+def test_policies_are_shared(lake: LakeSpec, tmp_path: Path) -> None:
+    a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    records = [fact("pub", "the quarterly figures are public"),
+               fact("sec", "the quarterly figures draft is secret", agent="atlas", visibility="private")]
+    run_cli("ingest", str(write_jsonl(tmp_path / "p.jsonl", records)), env={**a, "RECALLFS_AGENT": "atlas"},
+            check=True)
+    out = run_cli("policy", "set", "--agent", "guest", "--authors", "nobody", env=a, check=True).stdout
+    assert "committed to the lake" in out
+    guest = {**b, "RECALLFS_AGENT": "guest"}
+    assert recall_json(guest, "quarterly figures")["total_candidates"] == 0
+    atlas = {**b, "RECALLFS_AGENT": "atlas"}
+    assert recall_json(atlas, "quarterly figures")["total_candidates"] == 2
+    run_cli("policy", "rm", "--agent", "guest", env=b, check=True)
+    assert recall_json(guest, "quarterly figures")["total_candidates"] == 1  # the default: workspace only
+
+
+def test_two_hosts_ingesting_at_once_lose_and_duplicate_nothing(lake: LakeSpec, tmp_path: Path) -> None:
+    a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    run_cli("init", env=a, check=True)
+    files = {}
+    for host in ("a", "b"):
+        for part in range(3):
+            recs = [fact(f"{host}-{part}-{i}", f"{host} record {part} {i} about lighthouse keepers")
+                    for i in range(150)]
+            files[(host, part)] = write_jsonl(tmp_path / f"{host}{part}.jsonl", recs)
+    shared = write_jsonl(tmp_path / "shared.jsonl",
+                         [fact(f"s{i}", f"shared record {i} about lighthouse keepers") for i in range(100)])
+    procs = []
+    for host, env in (("a", a), ("b", b)):
+        # each host: its own three files in a row, and the same shared file as the other, all at once
+        script = " && ".join(f"{RECALLFS} ingest {files[(host, p)]}" for p in range(3))
+        procs.append(subprocess.Popen(["bash", "-c", f"{script} && {RECALLFS} ingest {shared}"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    recall_json(a, "lighthouse")
+    recall_json(b, "lighthouse")
+    ha, hb = heads(a), heads(b)
+    assert ha == hb
+    assert len(ha) == 2 * 3 * 150 + 100  # nothing lost, nothing twice
+    assert all(v == 1 for v, _ in ha.values())  # the shared file, ingested twice at once, made no second version
+
+
+def test_an_unreachable_lake_degrades_and_catches_up(lake: LakeSpec, tmp_path: Path) -> None:
+    a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    run_cli("ingest", str(write_jsonl(tmp_path / "x.jsonl", [fact("x1", "the ferry timetable changed")])),
+            env=a, check=True)
+    assert recall_json(b, "ferry timetable")["total_candidates"] == 1
+    pg_ctl(lake.cluster, "stop")
+    try:
+        result = recall_json(b, "ferry timetable")
+        assert result["total_candidates"] == 1 and result["degraded"]
+        assert "the shared lake is unreachable" in result["degraded_reason"]
+        proc = run_cli("ingest", str(write_jsonl(tmp_path / "y.jsonl", [fact("y1", "the ferry was late")])), env=a)
+        assert proc.returncode != 0
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "lake" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    finally:
+        pg_ctl(lake.cluster, "start")
+    run_cli("ingest", str(tmp_path / "y.jsonl"), env=a, check=True)
+    result = recall_json(b, "ferry")
+    assert result["total_candidates"] == 2 and not result["degraded"]
