@@ -26,25 +26,24 @@ async def follow_lake(ops: Any, backend: Any, embedder: Any) -> None:
 
     store = ops.store
     await _embed_backlog(ops, store, embedder)
+    down = store.stale is not None
     while True:
+        moved = False
         try:
-            moved = await trio.to_thread.run_sync(_moved, backend, store)
+            moved = await trio.to_thread.run_sync(backend.lake_moved, store)
             if moved:
                 await ops.write_store(lambda: backend.sync(store, embedder=embedder))
-        except LakeUnavailable:
-            await ops.refresh_health()
-            await trio.sleep(RETRY_S)
-            continue
+        except LakeUnavailable as exc:
+            if not down:
+                log.warning("%s; serving this host's copy until it answers", exc)
         except Exception:
             log.exception("could not follow the lake")
-        if moved or store.stale is not None:
+        if down and store.stale is None:
+            log.warning("the lake answers again; caught up to snapshot %d", backend.snapshot)
+        if moved or down != (store.stale is not None):
             await ops.refresh_health()
-        await trio.sleep(POLL_S)
-
-
-def _moved(backend: Any, store: Any) -> bool:
-    """Whether the lake holds a snapshot the replica has not replayed (raises LakeUnavailable)."""
-    return bool(backend._call(store, backend.lake.snapshot) > backend.snapshot)
+        down = store.stale is not None
+        await trio.sleep(RETRY_S if down else POLL_S)
 
 
 async def _embed_backlog(ops: Any, store: Any, embedder: Any) -> None:

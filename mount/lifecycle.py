@@ -87,7 +87,7 @@ def _spawn(config: MountConfig) -> int:
         os.close(read_fd)
     text = message.decode(errors="replace").strip()
     if text == "ready":
-        print(f"mounted {config.store} at {config.mountpoint} as {config.who()} (pid {proc.pid}; "
+        print(f"mounted {config.describe_store()} at {config.mountpoint} as {config.who()} (pid {proc.pid}; "
               f"log {log_file})")
         return 0
     if proc.poll() is None and not text:

@@ -25,6 +25,14 @@ class MountConfig:
     ready_fd: int | None = None
     uid_map: dict[int, str] | None = None  # --map-uid: one view per agent, chosen by the caller's uid
 
+    def describe_store(self) -> str:
+        """The store as the user named it: a file, or a lake with this host's replica of it."""
+        from recallfs.query.lake_location import is_lake, parse_lake
+
+        if not is_lake(self.settings.store):
+            return str(self.store)
+        return f"{parse_lake(self.settings.store).describe()} (this host's replica: {self.store})"
+
     def who(self) -> str:
         if not self.uid_map:
             return str(self.principal)

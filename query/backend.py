@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from recallfs.query.ingest import IngestReport, changing
 from recallfs.query.ingest_file import Progress, ingest_records
 from recallfs.query.lake_location import LakeLocation, is_lake, parse_lake, replica_path
+from recallfs.query.lake_vectors import embed_records
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 from recallfs.scope.policy import Policy
@@ -136,7 +137,8 @@ class LakeBackend:
             self._catch_up(store, None)
             fresh = changing(store, records)
             if fresh:
-                self._call(store, lambda: self.lake.append_records(fresh, batch))
+                vectors = embed_records(embedder, fresh)  # only this host embeds the batch
+                self._call(store, lambda: self.lake.append_records(fresh, batch, vectors))
         except LakeUnavailable as exc:
             raise LakeUnavailable(f"{exc}; nothing was written") from None
         try:
@@ -164,6 +166,11 @@ class LakeBackend:
         """Replay what other hosts committed; None when there was nothing new."""
         done = self._catch_up(store, embedder)
         return done.report if done.batches else None
+
+    def lake_moved(self, store: Store) -> bool:
+        """Whether the lake holds a snapshot this replica has not replayed (one small catalog query);
+        raises LakeUnavailable."""
+        return self._call(store, self.lake.snapshot) > self.snapshot
 
     def problem(self) -> str | None:
         if self.unreachable is None:

@@ -48,6 +48,8 @@ class IngestReport:
     historical: int = 0  # new versions older than their memory's head: written to history only
     partitions: set[tuple[str, str]] = field(default_factory=set)
     written_rids: dict[str, list[int]] = field(default_factory=dict)  # schema.table -> rids
+    # position in the batch -> (schema, table, rid) of each record written (a lake batch's vectors follow it)
+    placed: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     # full-text indexes found behind (an earlier ingest stopped before rebuilding them) and rebuilt
     fts_repaired: list[str] = field(default_factory=list)
 
@@ -204,25 +206,30 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
     with store.transaction() as cur:
         pending: dict[tuple[str, str], list[dict[str, object]]] = {}
         known = _Known(cur)
-        accepted: list[tuple[tuple[str, str], MemoryRecord, int]] = []
+        accepted: list[tuple[tuple[str, str], MemoryRecord, int, int]] = []
+        schemas_of: dict[tuple[str, str], str] = {}  # one catalog query per workspace, not per record
         for index, rec in enumerate(batch):
-            schema = store.ensure_partition(cur, rec.org, rec.workspace)
-            report.partitions.add((rec.org, rec.workspace))
+            where = (rec.org, rec.workspace)
+            if where not in schemas_of:
+                schemas_of[where] = store.ensure_partition(cur, rec.org, rec.workspace)
+            schema = schemas_of[where]
+            report.partitions.add(where)
             rec.id, outcome, version = _decide(known, schema, rec)
             if outcome is Outcome.UNCHANGED:
                 report.unchanged += 1
                 continue
             report.new_versions += outcome is not Outcome.NEW
             report.historical += outcome is Outcome.HISTORICAL
-            accepted.append(((schema, rec.table), rec, version))
+            accepted.append(((schema, rec.table), rec, version, index))
             if progress and index % 200 == 0:
                 progress(index)
         # One round trip for all row ids rather than one per record.
         rids = [int(r[0]) for r in cur.execute(
             "SELECT nextval('main.rid_seq') FROM range(?) ORDER BY 1", [len(accepted)]).fetchall()]
-        for ((schema, table), rec, version), rid in zip(accepted, rids, strict=True):
+        for ((schema, table), rec, version, index), rid in zip(accepted, rids, strict=True):
             pending.setdefault((schema, table), []).append(_row(rec, rid, version, now))
             report.written_rids.setdefault(f"{schema}.{table}", []).append(rid)
+            report.placed[index] = (schema, table, rid)
         report.written = len(accepted)
         schemas = {schema for schema, _ in pending}
         with _staged(pending) as staged:

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ import duckdb
 from recallfs.query.fts_extension import DUCKDB_CONFIG
 from recallfs.query.lake_extensions import load_lake_extensions
 from recallfs.query.lake_location import LakeLocation
+from recallfs.query.lake_vectors import BatchVector, vector_from_row, vector_row
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import StoreError
 
@@ -42,7 +43,10 @@ POLICY_COLUMNS = {"batch": "VARCHAR", "org": "VARCHAR", "workspace": "VARCHAR", 
                   "removed": "BOOLEAN", "authors": "VARCHAR[]", "visibilities": "VARCHAR[]",
                   "deny_kinds": "VARCHAR[]", "deny_tags": "VARCHAR[]", "writes": "BOOLEAN",
                   "host": "VARCHAR", "appended_at": "TIMESTAMP"}
-TABLES = {"records": {**LOG_COLUMNS, **RECORD_COLUMNS}, "policies": POLICY_COLUMNS}
+# a record's vectors (query/lake_vectors.py): one row per window, its float16 bits
+VECTOR_COLUMNS = {"batch": "VARCHAR", "item": "INTEGER", "chunk": "SMALLINT", "model": "VARCHAR",
+                  "embedding": "SMALLINT[]"}
+TABLES = {"records": {**LOG_COLUMNS, **RECORD_COLUMNS}, "policies": POLICY_COLUMNS, "vectors": VECTOR_COLUMNS}
 COMMIT_RETRIES = 20  # on top of DuckLake's own (ducklake_max_retry_count)
 
 
@@ -58,6 +62,7 @@ class LakeBatch:
     batch: str
     records: list[MemoryRecord]
     policies: list[dict[str, Any]]
+    vectors: list[BatchVector] = field(default_factory=list)
 
 
 def new_batch_id() -> str:
@@ -93,7 +98,7 @@ class Lake:
     def _connect(self) -> duckdb.DuckDBPyConnection:
         conn = duckdb.connect(config=dict(DUCKDB_CONFIG))
         try:
-            load_lake_extensions(conn)
+            load_lake_extensions(conn, self.location.data_path)
             if "://" not in self.location.data_path:
                 os.makedirs(self.location.data_path, exist_ok=True)
             conn.execute(f"ATTACH '{self._attach_string()}' AS lake (DATA_PATH '{self.location.data_path}')")
@@ -148,7 +153,7 @@ class Lake:
                 rel = conn.execute(
                     f"SELECT * FROM lake.table_changes('{table}', {since + 1}, {upto}) "
                     "WHERE change_type = 'insert' ORDER BY snapshot_id, batch"
-                    + (", item" if table == "records" else ""))
+                    + {"records": ", item", "vectors": ", item, chunk"}.get(table, ""))
                 names = [d[0] for d in rel.description]
                 for values in rel.fetchall():
                     row = dict(zip(names, values, strict=True))
@@ -156,34 +161,45 @@ class Lake:
                     batch = batches.setdefault(key, LakeBatch(key[0], key[1], [], []))
                     if table == "records":
                         batch.records.append(record_from_row(row))
+                    elif table == "vectors":
+                        batch.vectors.append(vector_from_row(row))
                     else:
                         batch.policies.append(row)
         return [batches[k] for k in sorted(batches)]
 
     # -- writing ----------------------------------------------------------------------------------
-    def append_records(self, records: Iterable[MemoryRecord], batch: str) -> int:
-        """Commit `records` as one batch (all or nothing); returns the snapshot that holds it."""
+    def append_records(self, records: Iterable[MemoryRecord], batch: str,
+                       vectors: Iterable[BatchVector] = ()) -> int:
+        """Commit `records` as one batch, with their vectors when given (all or nothing); returns the
+        snapshot that holds it."""
         now = datetime.now()
         host = socket.gethostname()
-        with _staged_rows(row_of(rec, batch, i, host, now) for i, rec in enumerate(records)) as path:
-            return self._commit("records", path)
+        with _staged_rows(row_of(rec, batch, i, host, now) for i, rec in enumerate(records)) as path, \
+                _staged_rows(vector_row(batch, v) for v in vectors) as vector_path:
+            return self._commit({"records": path, "vectors": vector_path})
 
     def append_policy(self, change: dict[str, Any], batch: str) -> int:
         row = {**{k: None for k in POLICY_COLUMNS}, **change, "batch": batch, "host": socket.gethostname(),
                "appended_at": datetime.now().isoformat(sep=" ")}
         with _staged_rows([row]) as path:
-            return self._commit("policies", path)
+            return self._commit({"policies": path})
 
-    def _commit(self, table: str, path: str) -> int:
-        columns = TABLES[table]
-        spec = ", ".join(f"'{k}': '{v}'" for k, v in columns.items())
-        sql = (f"INSERT INTO lake.{table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM "
-               f"read_json(?, format='newline_delimited', columns={{{spec}}})")
+    def _commit(self, staged: dict[str, str]) -> int:
+        """Insert each table's staged rows in one transaction, retried on a conflict with another host."""
+        inserts = []
+        for table, path in staged.items():
+            if os.path.getsize(path) == 0:
+                continue  # read_json refuses an empty file
+            columns = TABLES[table]
+            spec = ", ".join(f"'{k}': '{v}'" for k, v in columns.items())
+            inserts.append((f"INSERT INTO lake.{table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM "
+                            f"read_json(?, format='newline_delimited', columns={{{spec}}})", path))
         for attempt in range(COMMIT_RETRIES + 1):
             with self._connection() as conn:
                 try:
                     conn.execute("BEGIN TRANSACTION")
-                    conn.execute(sql, [path])
+                    for sql, path in inserts:
+                        conn.execute(sql, [path])
                     conn.execute("COMMIT")
                     row = conn.execute("SELECT id FROM lake.current_snapshot()").fetchone()
                     return int(row[0]) if row else 0

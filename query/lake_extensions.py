@@ -12,13 +12,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
 
 # extension -> (package, the file name DuckDB must see to find the entry point)
 _PACKAGES = {"ducklake": ("duckdb_extension_ducklake", "ducklake"),
-             "postgres": ("duckdb_extension_postgres", "postgres_scanner")}
+             "postgres": ("duckdb_extension_postgres", "postgres_scanner"),
+             "httpfs": ("duckdb_extension_httpfs", "httpfs")}
 
 
 class LakeExtensionError(RuntimeError):
@@ -55,9 +57,38 @@ def _linked(name: str) -> Path:
     return link
 
 
-def load_lake_extensions(conn: duckdb.DuckDBPyConnection) -> None:
-    for name in ("ducklake", "postgres"):
+def load_lake_extensions(conn: duckdb.DuckDBPyConnection, data_path: str = "") -> None:
+    """ducklake and postgres; httpfs too when the data path is a URL (s3://...), with an S3 secret made
+    from the standard AWS variables when they are set (`s3_secret_sql`)."""
+    remote = "://" in data_path
+    for name in ("ducklake", "postgres", *(("httpfs",) if remote else ())):
         try:
             conn.execute(f"LOAD '{_linked(name)}'")
         except duckdb.Error as exc:
             raise LakeExtensionError(f"cannot load DuckDB's {name} extension: {str(exc).splitlines()[0]}") from None
+    secret = s3_secret_sql(os.environ) if data_path.startswith(("s3://", "s3a://", "r2://", "gcs://")) else None
+    if secret:
+        conn.execute(secret)
+
+
+def s3_secret_sql(env: Mapping[str, str]) -> str | None:
+    """A DuckDB S3 secret from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION (or
+    AWS_DEFAULT_REGION) and AWS_ENDPOINT_URL (an S3-compatible store: path-style URLs); None without keys
+    (httpfs then tries anonymous access)."""
+    key, secret = env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")
+    if not key or not secret:
+        return None
+    parts = {"TYPE": "s3", "KEY_ID": key, "SECRET": secret,
+             "REGION": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"}
+    if env.get("AWS_SESSION_TOKEN"):
+        parts["SESSION_TOKEN"] = env["AWS_SESSION_TOKEN"]
+    endpoint = env.get("AWS_ENDPOINT_URL", "")
+    if endpoint:
+        scheme, _, host = endpoint.rstrip("/").rpartition("://")
+        parts.update(ENDPOINT=host, URL_STYLE="path", USE_SSL="true" if scheme != "http" else "false")
+    body = ", ".join(f"{k} {v}" if k in ("TYPE", "USE_SSL") else f"{k} {_quoted(v)}" for k, v in parts.items())
+    return f"CREATE OR REPLACE SECRET recallfs_lake ({body})"
+
+
+def _quoted(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

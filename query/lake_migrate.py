@@ -1,7 +1,8 @@
 """`recallfs migrate`: a single-file store into a lake, or a lake into a new single-file store.
 
-Into a lake: every version of every memory, in the order the store took them (rid order), and every
-policy, committed as one lake transaction: all or nothing. Replayed by a replica (ingest itself), the
+Into a lake: every version of every memory, in the order the store took them (rid order), with its
+stored vectors (no host embeds them again), and every policy, committed as one lake transaction: all
+or nothing. Replayed by a replica (ingest itself), the
 versions, heads and policies come out as they were. Out of a lake: the lake replayed into a new file,
 which is then an ordinary store, tied to no lake.
 """
@@ -14,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from recallfs.query.lake import Lake, new_batch_id
 from recallfs.query.lake_replica import LAKE_KEY, WATERMARK, catch_up, policy_change
+from recallfs.query.lake_vectors import BatchVector
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.policies import list_policies
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
+from recallfs.query.vector_meta import VECTORS, has_vectors_table
 from recallfs.scope.policy import Policy
 from recallfs.scope.principal import Principal
 
@@ -34,8 +37,8 @@ class Migrated:
     snapshot: int  # the lake snapshot that holds them (into a lake), or that was replayed (out of one)
 
 
-def stored_records(store: Store) -> Iterator[MemoryRecord]:
-    """Every version of every memory, in the order the store took them."""
+def stored_records(store: Store) -> Iterator[tuple[str, int, MemoryRecord]]:
+    """(schema, rid, record) of every version of every memory, in the order the store took them."""
     cur = store.cursor()
     for org, workspace in store.workspaces():
         schema = store.partition(org, workspace)
@@ -46,7 +49,23 @@ def stored_records(store: Store) -> Iterator[MemoryRecord]:
         names = ["rid", "tbl", *_FIELDS]
         for values in cur.execute(f"SELECT {', '.join(names)} FROM ({union}) ORDER BY rid").fetchall():
             row = dict(zip(names, values, strict=True))
-            yield _record(row)
+            yield schema, int(row["rid"]), _record(row)
+
+
+def stored_vectors(store: Store, items: dict[tuple[str, int], int]) -> list[BatchVector]:
+    """The stored vectors of the rows in `items` ((schema, rid) -> position in the batch), so that no host
+    embeds a migrated store again."""
+    cur = store.cursor()
+    out = []
+    for schema in sorted({s for s, _ in items}):
+        if not has_vectors_table(cur, schema):
+            continue
+        for rid, chunk, model, emb in cur.execute(
+                f"SELECT rid, chunk, model, embedding FROM {schema}.{VECTORS} ORDER BY rid, chunk").fetchall():
+            item = items.get((schema, int(rid)))
+            if item is not None:
+                out.append(BatchVector(item, int(chunk), str(model), [int(b) for b in emb]))
+    return out
 
 
 def _record(row: dict[str, Any]) -> MemoryRecord:
@@ -57,9 +76,11 @@ def _record(row: dict[str, Any]) -> MemoryRecord:
 
 
 def file_to_lake(store: Store, lake: Lake) -> Migrated:
-    records = list(stored_records(store))
+    rows = list(stored_records(store))
+    records = [rec for _, _, rec in rows]
+    vectors = stored_vectors(store, {(schema, rid): i for i, (schema, rid, _) in enumerate(rows)})
     batch = new_batch_id()
-    snapshot = lake.append_records(records, batch) if records else lake.snapshot()
+    snapshot = lake.append_records(records, batch, vectors) if records else lake.snapshot()
     changes = [policy_change(principal, policy) for principal, policy in _policies(store)]
     for change in changes:  # after the memories: a replica applies them in this order
         snapshot = lake.append_policy(change, batch)

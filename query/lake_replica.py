@@ -17,6 +17,7 @@ from recallfs.query.embedder import Embedder
 from recallfs.query.ingest import IngestReport, write_records
 from recallfs.query.ingest_file import refresh_indexes
 from recallfs.query.lake import Lake, LakeBatch
+from recallfs.query.lake_vectors import store_batch_vectors
 from recallfs.query.policies import remove_policy, set_policy
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import meta_value, set_meta
@@ -79,6 +80,8 @@ def catch_up(store: Store, lake: Lake, *, embedder: Embedder | None, mine: str |
 
 def _replay(store: Store, batch: LakeBatch) -> IngestReport:
     report = write_records(store, batch.records) if batch.records else IngestReport()
+    if batch.vectors and report.placed:
+        store_batch_vectors(store, report.placed, batch.vectors)
     for change in batch.policies:
         principal = Principal(str(change["org"]), str(change["workspace"]), str(change["agent"]))
         if change["removed"]:

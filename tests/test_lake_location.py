@@ -60,3 +60,26 @@ def test_each_lake_has_its_own_replica_and_hosts_agree_on_its_name(tmp_path: Pat
     assert replica_path(a, tmp_path) != replica_path(b, tmp_path)
     assert replica_path(a, tmp_path) == replica_path(parse_lake("ducklake:postgres:dbname=a ;data=/d/"), tmp_path)
     assert is_lake(a.url) and not is_lake(str(tmp_path / "store.duckdb"))
+
+
+SECRETS = [
+    ({}, None),
+    ({"AWS_ACCESS_KEY_ID": "k"}, None),  # a key without its secret: anonymous access is tried
+    ({"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"},
+     "CREATE OR REPLACE SECRET recallfs_lake (TYPE s3, KEY_ID 'k', SECRET 's', REGION 'us-east-1')"),
+    ({"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "it's", "AWS_DEFAULT_REGION": "eu-west-1",
+      "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/"},
+     "CREATE OR REPLACE SECRET recallfs_lake (TYPE s3, KEY_ID 'k', SECRET 'it''s', REGION 'eu-west-1', "
+     "ENDPOINT '127.0.0.1:9000', URL_STYLE 'path', USE_SSL false)"),
+    ({"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "r", "AWS_SESSION_TOKEN": "t",
+      "AWS_ENDPOINT_URL": "https://minio.example"},
+     "CREATE OR REPLACE SECRET recallfs_lake (TYPE s3, KEY_ID 'k', SECRET 's', REGION 'r', SESSION_TOKEN 't', "
+     "ENDPOINT 'minio.example', URL_STYLE 'path', USE_SSL true)"),
+]
+
+
+@pytest.mark.parametrize(("env", "sql"), SECRETS)
+def test_s3_secret_from_the_aws_variables(env: dict[str, str], sql: str | None) -> None:
+    from recallfs.query.lake_extensions import s3_secret_sql
+
+    assert s3_secret_sql(env) == sql

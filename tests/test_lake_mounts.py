@@ -31,8 +31,9 @@ def mount_host(tmp: Path, host: str, lake: LakeSpec) -> Mount:
 
 
 def word(host: str, part: int, i: int) -> str:
-    """A word only one record holds: the recall of it must find that record on either mount."""
-    return f"{host}q{chr(97 + part)}" + "".join(chr(97 + int(d)) for d in f"{i:03d}")
+    """A word only one record holds: the recall of it must find that record on either mount (the final z:
+    no Porter suffix comes off, so no two of these stem alike)."""
+    return f"{host}q{chr(97 + part)}" + "".join(chr(97 + int(d)) for d in f"{i:03d}") + "z"
 
 
 def recall_ids(mount: Mount, query: str) -> set[str]:

@@ -16,6 +16,8 @@ from pathlib import Path
 import duckdb
 from lake_helpers import LakeSpec, host_env, pg_ctl
 
+from recallfs.query.records import derive_id
+
 from conftest import RECALLFS, fact, run_cli, write_jsonl
 
 
@@ -145,3 +147,49 @@ def test_an_unreachable_lake_degrades_and_catches_up(lake: LakeSpec, tmp_path: P
     run_cli("ingest", str(tmp_path / "y.jsonl"), env=a, check=True)
     result = recall_json(b, "ferry")
     assert result["total_candidates"] == 2 and not result["degraded"]
+
+
+def test_compaction_keeps_the_change_feed(lake: LakeSpec, tmp_path: Path) -> None:
+    """Small batches make small files (and inserts of 10 rows or fewer are inlined into PostgreSQL);
+    `recallfs compact` merges them, and a host that last read the lake before it still catches up."""
+    a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    for i in range(6):
+        recs = [fact(f"c{i}-{j}", f"compaction check {i} {j} about canal locks") for j in range(3 if i % 2 else 40)]
+        run_cli("ingest", str(write_jsonl(tmp_path / f"c{i}.jsonl", recs)), env=a, check=True)
+        if i == 2:
+            assert recall_json(b, "canal locks k:5")["total_candidates"] > 0  # B's watermark: mid-way
+    out = run_cli("compact", env=a, check=True).stdout
+    assert out.startswith("compacted ducklake:postgres:")
+    run_cli("ingest", str(write_jsonl(tmp_path / "late.jsonl", [fact("late", "late canal locks note")])),
+            env=a, check=True)
+    recall_json(b, "canal locks")
+    assert heads(a) == heads(b) and len(heads(b)) == 3 * 40 + 3 * 3 + 1
+
+
+def vectors_of(env: dict[str, str]) -> dict[tuple[str, int], list[int]]:
+    """(memory id, window) -> float16 bits of its vector, in this host's replica."""
+    (replica,) = Path(env["RECALLFS_REPLICA_DIR"]).glob("*/replica.duckdb")
+    with duckdb.connect(str(replica), read_only=True) as conn:
+        out = {}
+        for (schema,) in conn.execute("SELECT schema_name FROM main.partitions").fetchall():
+            for tbl in ("facts", "turns", "summaries"):
+                for mem_id, chunk, emb in conn.execute(
+                        f"SELECT t.id, v.chunk, v.embedding FROM {schema}.vectors v JOIN {schema}.{tbl} t "
+                        "ON t.rid = v.rid").fetchall():
+                    out[(mem_id, chunk)] = list(emb)
+        return out
+
+
+def test_only_the_ingesting_host_embeds(lake: LakeSpec, tmp_path: Path) -> None:
+    """The batch carries its vectors: host B, with no model at all, holds the same vectors as host A,
+    every window of a long record included."""
+    a = host_env(tmp_path, "a", lake, RECALLFS_SEMANTIC="true")
+    b = host_env(tmp_path, "b", lake)  # semantic off: this host cannot embed anything itself
+    long_text = " ".join(f"paragraph {i} of the long design note on the tide gauge network." for i in range(80))
+    records = [fact("short", "the tide gauge reads high water"), fact("long", long_text)]
+    run_cli("ingest", str(write_jsonl(tmp_path / "v.jsonl", records)), env=a, check=True, timeout=600)
+    recall_json(b, "tide gauge")  # replays
+    va, vb = vectors_of(a), vectors_of(b)
+    assert va == vb
+    long_id = derive_id("facts", "long")
+    assert {k for k in va if k[0] == long_id} >= {(long_id, 0), (long_id, 1)}
