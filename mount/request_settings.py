@@ -18,7 +18,8 @@ from recallfs.query.settings import STAGE_SETTINGS, Settings, SettingsError
 
 # Settings one recall can carry: the page size, the fusion and every shaping stage.
 PER_REQUEST = ("k", "fusion", "rrf_k", "candidates", "weights", *STAGE_SETTINGS)
-SCOPE = ("store", "workspace", "agent")  # decided by the socket, never by the request
+# decided by the socket (the store it serves, a lake's replica on this host included), never by the request
+SCOPE = ("store", "replica_dir", "workspace", "agent")
 # Settings of the daemon itself, with why one recall cannot change them.
 DAEMON_ONLY = {
     "model": "the daemon answers with the model it has loaded",
