@@ -22,28 +22,36 @@ RETRY_S = 2.0  # while the lake is unreachable: each try may wait for a connect 
 
 
 async def follow_lake(ops: Any, backend: Any, embedder: Any) -> None:
-    from recallfs.query.lake import LakeUnavailable
-
+    """Never returns, and never raises: a failure is logged and the next poll tries again (an exception
+    here would end the daemon's nursery, and with it the mount)."""
     store = ops.store
     await _embed_backlog(ops, store, embedder)
     down = store.stale is not None
     while True:
-        moved = False
         try:
-            moved = await trio.to_thread.run_sync(backend.lake_moved, store)
-            if moved:
-                await ops.write_store(lambda: backend.sync(store, embedder=embedder))
-        except LakeUnavailable as exc:
-            if not down:
-                log.warning("%s; serving this host's copy until it answers", exc)
+            down = await _poll(ops, backend, store, embedder, down)
         except Exception:
             log.exception("could not follow the lake")
-        if down and store.stale is None:
-            log.warning("the lake answers again; caught up to snapshot %d", backend.snapshot)
-        if moved or down != (store.stale is not None):
-            await ops.refresh_health()
-        down = store.stale is not None
         await trio.sleep(RETRY_S if down else POLL_S)
+
+
+async def _poll(ops: Any, backend: Any, store: Any, embedder: Any, down: bool) -> bool:
+    """One poll: replay what the lake committed since the last. Returns whether the lake is unreachable."""
+    from recallfs.query.lake import LakeUnavailable
+
+    moved = False
+    try:
+        moved = await trio.to_thread.run_sync(backend.lake_moved, store)
+        if moved:
+            await ops.write_store(lambda: backend.sync(store, embedder=embedder))
+    except LakeUnavailable as exc:
+        if not down:
+            log.warning("%s; serving this host's copy until it answers", exc)
+    if down and store.stale is None:
+        log.warning("the lake answers again; caught up to snapshot %d", backend.snapshot)
+    if moved or down != (store.stale is not None):
+        await ops.refresh_health()
+    return store.stale is not None
 
 
 async def _embed_backlog(ops: Any, store: Any, embedder: Any) -> None:
@@ -53,13 +61,13 @@ async def _embed_backlog(ops: Any, store: Any, embedder: Any) -> None:
 
     if embedder is None or store.read_only:
         return
-    report = IngestReport(partitions=set(store.workspaces()))
+
+    def embed() -> IngestReport:  # on the writer thread: DuckDB is never called on the trio thread
+        report = IngestReport(partitions=set(store.workspaces()))
+        log.info("embedded %d rows replayed from the lake", embed_new_rows(store, report, embedder=embedder))
+        return report
+
     try:
-        await ops.write_store(lambda: _embedded(embed_new_rows(store, report, embedder=embedder), report))
+        await ops.write_store(embed)
     except Exception:
         log.exception("could not embed the rows replayed from the lake; `recallfs reindex` embeds them")
-
-
-def _embedded(count: int, report: IngestReport) -> IngestReport:
-    log.info("embedded %d rows replayed from the lake", count)
-    return report

@@ -23,12 +23,10 @@ from test_scope_leaks import (
     Matrix,
     _clean_view,
     _mount,
+    check_plain_mount,
     check_reader,
-    cli_recall,
     ensure_user,
-    leaks,
     needs_users,
-    reader_queries,
 )
 
 from conftest import run_cli, write_jsonl
@@ -66,17 +64,7 @@ def test_cross_host_leak_matrix(lake: LakeSpec, base: Path) -> None:
     for host in ("b", "a"):
         for reader in READERS:
             env = on(host, RECALLFS_AGENT=reader)
-            mount = _mount(base, env, f"{host}-{reader}")
-            try:
-                matrix = Matrix(mount.path, None, env)
-                check_reader(matrix, reader, clean[reader], compare_totals=True)
-                own = reader_queries(reader)
-                outputs = cli_recall(env, reader, own)
-                assert leaks(outputs, reader, own) == []
-                reads += matrix.reads + len(outputs)
-                assert mount.mount_info()["detail"]["unexpected_errors"] == 0
-            finally:
-                stop_mount(mount)
+            reads += check_plain_mount(base, env, f"{host}-{reader}", reader, clean[reader])
     # Host B once more, as one --map-uid mount serving the three readers as system users.
     env = on("b")
     maps = [a for reader, uid in uids.items() for a in ("--map-uid", f"{uid}={reader}")]

@@ -125,3 +125,34 @@ def test_an_outage_of_postgres_degrades_both_mounts_then_they_catch_up(
         assert wait_until(lambda m=mount: health(m)["store"]["stale"] is None, timeout=30)
     run_cli("ingest", str(tmp_path / "y.jsonl"), env=b.env, check=True)
     assert wait_until(lambda: len(recall_ids(a, "ferry late k:5")) == 2, timeout=30)
+
+
+def test_hosts_with_the_semantic_arm(lake: LakeSpec, tmp_path: Path) -> None:
+    """Both daemons load the model; a batch ingested through A's daemon is embedded there and recalled on
+    B by both arms (the daemon's start embeds what it replayed, on its writer thread)."""
+    run_cli("ingest", str(write_jsonl(tmp_path / "first.jsonl", [fact("m1", "the marina closes in winter")])),
+            env=host_env(tmp_path, "a", lake, RECALLFS_SEMANTIC="true"), check=True, timeout=600)
+    mounts = []
+    try:
+        for host in ("a", "b"):
+            env = host_env(tmp_path, host, lake, RECALLFS_SEMANTIC="true")
+            path = tmp_path / host / "mnt"
+            path.mkdir(parents=True, exist_ok=True)
+            run_cli("mount", str(path), env=env, check=True, timeout=300)
+            mounts.append(Mount(path, Path(env["RECALLFS_STORE"]), env))
+        a, b = mounts
+        assert wait_until(lambda: not health(b)["degraded"], timeout=300), health(b)
+        second = write_jsonl(tmp_path / "second.jsonl", [fact("m2", "boats are hauled out before the frost")])
+        run_cli("ingest", str(second), env=a.env, check=True)
+
+        def semantic_hit() -> bool:
+            result = json.loads((b.path / "recall" / "when are vessels lifted from the water" /
+                                 "results.json").read_text())
+            return any(h["id"] == "f-m2" or "hauled" in h.get("content", "") for h in result["hits"]) \
+                and not result["degraded"]
+
+        assert wait_until(semantic_hit, timeout=60)
+        assert health(a)["unexpected_errors"] == 0 and health(b)["unexpected_errors"] == 0
+    finally:
+        for m in mounts:
+            stop_mount(m)

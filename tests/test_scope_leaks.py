@@ -303,21 +303,27 @@ def test_leak_matrix_uid_mapped_mount_with_semantic_arm(world: dict) -> None:
     assert reads >= 1000
 
 
+def check_plain_mount(base: Path, env: dict[str, str], name: str, reader: str, clean: dict) -> int:
+    """The whole matrix for `reader` on a plain (lexical, one-principal) mount of env's store, and the
+    CLI's recall; returns the reads attempted."""
+    mount = _mount(base, env, name)
+    try:
+        matrix = Matrix(mount.path, None, env)
+        check_reader(matrix, reader, clean, compare_totals=True)
+        own = reader_queries(reader)
+        outputs = cli_recall(env, reader, own)
+        assert leaks(outputs, reader, own) == []
+        assert mount.mount_info()["detail"]["unexpected_errors"] == 0
+        return matrix.reads + len(outputs)
+    finally:
+        stop_mount(mount)
+
+
 def test_leak_matrix_plain_mounts_lexical(world: dict) -> None:
     reads = 0
     for reader in READERS:
         env = world["env_for"](world["full"], RECALLFS_AGENT=reader)
-        mount = _mount(world["base"], env, f"plain-{reader}")
-        try:
-            matrix = Matrix(mount.path, None, env)
-            check_reader(matrix, reader, world["clean"][reader], compare_totals=True)
-            own = reader_queries(reader)
-            outputs = cli_recall(env, reader, own)
-            assert leaks(outputs, reader, own) == []
-            reads += matrix.reads + len(outputs)
-            assert mount.mount_info()["detail"]["unexpected_errors"] == 0
-        finally:
-            stop_mount(mount)
+        reads += check_plain_mount(world["base"], env, f"plain-{reader}", reader, world["clean"][reader])
     print(f"\nleak matrix (plain mounts, lexical): {reads} attempted reads, 0 leaks")
     assert reads >= 1000
 
