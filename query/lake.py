@@ -76,10 +76,12 @@ def _first_line(exc: BaseException) -> str:
 def why_unreachable(exc: BaseException) -> str:
     """The reason libpq gave ("No such file or directory", "Connection refused", a timeout), without
     DuckDB's wrapping, which repeats the whole catalog string twice."""
-    text = _first_line(exc)
+    text = str(exc)
     if "Unable to connect to Postgres" in text:
-        return f"PostgreSQL did not answer ({text.rsplit('failed: ', 1)[-1].strip()})"
-    return text
+        # libpq's own words follow its last "failed: " ("No such file or directory", "Connection refused")
+        reason = text.rsplit("failed: ", 1)[-1].strip().splitlines()[0] if "failed: " in text else "no answer"
+        return f"PostgreSQL did not answer ({reason[:200]})"
+    return _first_line(exc)
 
 
 class Lake:
