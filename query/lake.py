@@ -29,7 +29,7 @@ import duckdb
 
 from recallfs.query.fts_extension import DUCKDB_CONFIG
 from recallfs.query.lake_extensions import load_lake_extensions
-from recallfs.query.lake_location import LakeLocation
+from recallfs.query.lake_location import LakeLocation, mask_secrets
 from recallfs.query.lake_vectors import BatchVector, vector_from_row, vector_row
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import StoreError
@@ -75,13 +75,13 @@ def _first_line(exc: BaseException) -> str:
 
 def why_unreachable(exc: BaseException) -> str:
     """The reason libpq gave ("No such file or directory", "Connection refused", a timeout), without
-    DuckDB's wrapping, which repeats the whole catalog string twice."""
+    DuckDB's wrapping, which repeats the whole catalog string twice; never a password."""
     text = str(exc)
     if "Unable to connect to Postgres" in text:
         # libpq's own words follow its last "failed: " ("No such file or directory", "Connection refused")
         reason = text.rsplit("failed: ", 1)[-1].strip().splitlines()[0] if "failed: " in text else "no answer"
-        return f"PostgreSQL did not answer ({reason[:200]})"
-    return _first_line(exc)
+        return mask_secrets(f"PostgreSQL did not answer ({reason[:200]})")
+    return mask_secrets(_first_line(exc))
 
 
 class Lake:

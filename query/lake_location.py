@@ -46,7 +46,7 @@ class LakeLocation:
 
     def describe(self) -> str:
         """The URL without a password, for messages and `recallfs status`."""
-        return re.sub(r"password=\S+", "password=***", self.url)
+        return mask_secrets(self.url)
 
 
 def is_lake(store: str | Path) -> bool:
@@ -57,22 +57,22 @@ def parse_lake(url: str) -> LakeLocation:
     if not is_lake(url):
         raise LakeLocationError(f"{url!r} is not a lake URL (it starts with {LAKE_PREFIX!r})")
     if "'" in url:  # the URL is spliced into DuckDB's ATTACH statement
-        raise LakeLocationError(f"{_safe(url)}: quotes are not allowed in a lake URL")
+        raise LakeLocationError(f"{mask_secrets(url)}: quotes are not allowed in a lake URL")
     body = url[len(LAKE_PREFIX):]
     catalog, sep, data = body.partition(";data=")
     if not sep or not data.strip():
-        raise LakeLocationError(f"{_safe(url)}: name the data directory after the catalog, as "
+        raise LakeLocationError(f"{mask_secrets(url)}: name the data directory after the catalog, as "
                                 "ducklake:postgres:dbname=NAME host=HOST;data=/shared/lake/")
     kind, _, conninfo = catalog.partition(":")
     if kind not in CATALOG_KINDS or not conninfo.strip():
-        raise LakeLocationError(f"{_safe(url)}: the catalog must be PostgreSQL "
+        raise LakeLocationError(f"{mask_secrets(url)}: the catalog must be PostgreSQL "
                                 "(ducklake:postgres:dbname=NAME host=HOST ...;data=DIR)")
     for part in conninfo.split():
         key, eq, value = part.partition("=")
         if not eq or not value:
-            raise LakeLocationError(f"{_safe(url)}: {part!r} is not KEY=VALUE")
+            raise LakeLocationError(f"{mask_secrets(url)}: {part!r} is not KEY=VALUE")
         if key not in _LIBPQ_KEYS:
-            raise LakeLocationError(f"{_safe(url)}: unknown connection keyword {key!r}")
+            raise LakeLocationError(f"{mask_secrets(url)}: unknown connection keyword {key!r}")
     data = data.strip()
     if "://" not in data:
         data = str(Path(data).expanduser().absolute())
@@ -84,5 +84,6 @@ def replica_path(location: LakeLocation, replica_dir: str | Path) -> Path:
     return Path(replica_dir).expanduser() / location.key() / "replica.duckdb"
 
 
-def _safe(url: str) -> str:
-    return re.sub(r"password=\S+", "password=***", url)
+def mask_secrets(text: str) -> str:
+    """`text` with any password of a connection string starred out (messages, logs)."""
+    return re.sub(r"password=[^\s\"';]+", "password=***", text)

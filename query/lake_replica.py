@@ -49,10 +49,11 @@ def bind(store: Store, lake: Lake) -> None:
     """Tie a new replica to its lake; refuse a replica of another lake (a reused --replica-dir)."""
     cur = store.cursor()
     url = meta_value(cur, LAKE_KEY)
+    named = lake.location.describe()  # no password on disk; a new password is still the same lake
     if url is None:
         with store.transaction() as tx:
-            set_meta(tx, LAKE_KEY, lake.location.url)
-    elif url != lake.location.url:
+            set_meta(tx, LAKE_KEY, named)
+    elif url != named:
         raise ReplicaMismatchError(f"{store.path} is the replica of another lake; remove it or choose "
                                    "another replica directory")
 

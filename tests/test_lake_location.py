@@ -83,3 +83,13 @@ def test_s3_secret_from_the_aws_variables(env: dict[str, str], sql: str | None) 
     from recallfs.query.lake_extensions import s3_secret_sql
 
     assert s3_secret_sql(env) == sql
+
+
+def test_a_password_in_an_error_is_starred_out() -> None:
+    from recallfs.query.lake import why_unreachable
+
+    err = RuntimeError('IO Error: Failed to attach "postgres:dbname=m password=s3cret host=h": schema "x" missing')
+    assert "s3cret" not in why_unreachable(err) and "password=***" in why_unreachable(err)
+    down = RuntimeError('Unable to connect to Postgres at "dbname=m password=p4ss": connection to server failed: '
+                        'FATAL: password authentication failed for user "r"')
+    assert why_unreachable(down) == 'PostgreSQL did not answer (FATAL: password authentication failed for user "r")'
