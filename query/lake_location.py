@@ -36,8 +36,8 @@ class LakeLocation:
         return f"{LAKE_PREFIX}{self.catalog};data={self.data_path}"
 
     def key(self) -> str:
-        """A short name for this lake, the same on every host that names it alike."""
-        return hashlib.sha256(self.url.encode()).hexdigest()[:16]
+        """A short name for this lake, the same on every host that names it alike (a password aside)."""
+        return hashlib.sha256(self.describe().encode()).hexdigest()[:16]
 
     def catalog_host(self) -> str:
         """Which PostgreSQL, in a few words: "dbname=memory host=/run/pg port=5432"."""
