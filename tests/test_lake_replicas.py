@@ -10,6 +10,7 @@ marked degraded with the reason, ingest refused in one line, and a catch-up once
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -153,13 +154,22 @@ def test_compaction_keeps_the_change_feed(lake: LakeSpec, tmp_path: Path) -> Non
     """Small batches make small files (and inserts of 10 rows or fewer are inlined into PostgreSQL);
     `recallfs compact` merges them, and a host that last read the lake before it still catches up."""
     a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    files = []
     for i in range(6):
         recs = [fact(f"c{i}-{j}", f"compaction check {i} {j} about canal locks") for j in range(3 if i % 2 else 40)]
-        run_cli("ingest", str(write_jsonl(tmp_path / f"c{i}.jsonl", recs)), env=a, check=True)
-        if i == 2:
-            assert recall_json(b, "canal locks k:5")["total_candidates"] > 0  # B's watermark: mid-way
-    out = run_cli("compact", env=a, check=True).stdout
-    assert out.startswith("compacted ducklake:postgres:")
+        files.append(write_jsonl(tmp_path / f"c{i}.jsonl", recs))
+    for f in files[:3]:
+        run_cli("ingest", str(f), env=a, check=True)
+    assert recall_json(b, "canal locks k:5")["total_candidates"] > 0  # B's watermark: mid-way
+    # the other three while compactions run beside them
+    writer = subprocess.Popen(["bash", "-c", " && ".join(f"{RECALLFS} ingest {f}" for f in files[3:])],
+                              env={**os.environ, **a}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for _ in range(3):
+        out = run_cli("compact", env=a, check=True).stdout
+        assert out.startswith("compacted ducklake:postgres:")
+    _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err
+    run_cli("compact", env=a, check=True)
     run_cli("ingest", str(write_jsonl(tmp_path / "late.jsonl", [fact("late", "late canal locks note")])),
             env=a, check=True)
     recall_json(b, "canal locks")
