@@ -83,6 +83,7 @@ class LakeBackend:
         self.snapshot = 0  # what the replica holds
         self.unreachable: str | None = None  # why the last call to the lake failed, until one succeeds
         self.unreachable_since: float | None = None
+        self.replay_failed: str | None = None  # why the last replay failed (the lake answered), until one succeeds
         self.synced_at: float | None = None
 
     def _call(self, store: Store, fn: Callable[[], T]) -> T:
@@ -103,28 +104,39 @@ class LakeBackend:
         if self.unreachable is not None:
             log.info("the lake answers again")
         self.unreachable = self.unreachable_since = None
-        store.stale = None
+        store.stale = self.problem()
         return done
 
     def _catch_up(self, store: Store, embedder: Embedder | None, mine: str | None = None) -> CatchUp:
+        """Replay what is new. A replay that fails with the lake answering (a full disk, a damaged batch)
+        leaves the replica behind, and `problem` says so until a replay succeeds."""
+        from recallfs.query.lake import LakeUnavailable
         from recallfs.query.lake_replica import catch_up
 
-        done = self._call(store, lambda: catch_up(store, self.lake, embedder=embedder, mine=mine))
+        try:
+            done = self._call(store, lambda: catch_up(store, self.lake, embedder=embedder, mine=mine))
+        except LakeUnavailable:
+            raise
+        except Exception as exc:
+            self.replay_failed = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc) else ''}"
+            store.stale = self.problem()
+            raise
+        self.replay_failed = None
         self.snapshot, self.synced_at = done.snapshot, time.time()
+        store.stale = self.problem()
         return done
 
     def attach(self, store: Store, *, embedder: Embedder | None) -> None:
-        """Tie `store` to this lake and replay it. A lake that cannot be reached leaves the replica as it
-        is, serving what it holds (`problem` says so)."""
-        from recallfs.query.lake import LakeUnavailable
+        """Tie `store` to this lake and replay it. A lake that cannot be reached, or a replay that fails,
+        leaves the replica as it is, serving what it holds (`problem` says why)."""
         from recallfs.query.lake_replica import bind, watermark
 
         bind(store, self.lake)
         self.snapshot = watermark(store)
         try:
             self.sync(store, embedder=embedder)
-        except LakeUnavailable:
-            pass
+        except Exception:
+            log.info("serving this host's copy as it is: %s", self.problem())
 
     def ingest(self, store: Store, records: list[MemoryRecord], *, embedder: Embedder | None,
                progress: Progress | None = None) -> IngestReport:
@@ -173,15 +185,19 @@ class LakeBackend:
         return self._call(store, self.lake.snapshot) > self.snapshot
 
     def problem(self) -> str | None:
-        if self.unreachable is None:
-            return None
-        since = time.strftime("%H:%M:%S", time.localtime(self.unreachable_since or time.time()))
-        return (f"the shared lake is unreachable since {since} ({self.unreachable}); answers come from this "
-                f"host's copy as of lake snapshot {self.snapshot}, and ingest is refused")
+        """Why this host's copy may lack the lake's newest writes (None: it is current)."""
+        if self.unreachable is not None:
+            since = time.strftime("%H:%M:%S", time.localtime(self.unreachable_since or time.time()))
+            return (f"the shared lake is unreachable since {since} ({self.unreachable}); answers come from this "
+                    f"host's copy as of lake snapshot {self.snapshot}, and ingest is refused")
+        if self.replay_failed is not None:
+            return (f"this host's copy could not replay the lake past snapshot {self.snapshot} "
+                    f"({self.replay_failed}); answers come from that copy, and each poll tries again")
+        return None
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "lake": self.location.describe(), "snapshot": self.snapshot,
-                "synced_at": self.synced_at, "degraded": self.unreachable is not None,
+                "synced_at": self.synced_at, "degraded": self.problem() is not None,
                 "degraded_reason": self.problem()}
 
     def close(self) -> None:

@@ -203,3 +203,23 @@ def test_only_the_ingesting_host_embeds(lake: LakeSpec, tmp_path: Path) -> None:
     assert va == vb
     long_id = derive_id("facts", "long")
     assert {k for k in va if k[0] == long_id} >= {(long_id, 0), (long_id, 1)}
+
+
+def test_a_batch_that_cannot_be_replayed_is_reported(lake: LakeSpec, tmp_path: Path) -> None:
+    """A batch no replica can replay (written to the lake by something other than recallfs) leaves each
+    host serving what it holds, marked degraded with the reason, never a crash or a silent gap."""
+    from recallfs.query.lake import Lake
+    from recallfs.query.lake_location import parse_lake
+
+    a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    run_cli("ingest", str(write_jsonl(tmp_path / "ok.jsonl", [fact("ok", "the lock keeper's log")])), env=a, check=True)
+    foreign = Lake(parse_lake(lake.url))
+    try:
+        with foreign._connection() as conn:
+            conn.execute("INSERT INTO lake.records (batch, item, tbl, source_id, content, created_at, org, workspace, "
+                         "agent, id) VALUES ('foreign', 0, 'no_such_table', 's', 'x', now(), 'acme', 'proj', 'x', 'x')")
+    finally:
+        foreign.close()
+    result = recall_json(b, "lock keeper")
+    assert result["total_candidates"] == 1 and result["degraded"]
+    assert "could not replay the lake past snapshot" in result["degraded_reason"], result["degraded_reason"]
