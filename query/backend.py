@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from recallfs.query.ingest import IngestReport, changing
 from recallfs.query.ingest_file import Progress, ingest_records
-from recallfs.query.lake_location import LakeLocation, is_lake, parse_lake, replica_path
+from recallfs.query.lake_location import LakeLocation, is_lake, parse_lake
 from recallfs.query.lake_vectors import embed_records
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
@@ -202,13 +202,6 @@ class LakeBackend:
 
     def close(self) -> None:
         self.lake.close()
-
-
-def store_file(store: str, replica_dir: str) -> str:
-    """The file a store setting is read from: the store itself, or this host's replica of a lake."""
-    if is_lake(store):
-        return str(replica_path(parse_lake(store), replica_dir))
-    return store
 
 
 def backend_for(store: str) -> Backend:
