@@ -6,8 +6,9 @@
 Measures, in one run:
 - ingest throughput: `ingest_records` of fresh rows into a fresh store, with the real model embedding
   every row (rows/s end to end), the same with the model as sentence-transformers loads it (stock
-  Linear layers, as before 2026-11-24), and with embedding off (the write + FTS share), in alternating
-  rounds (`--ingest-rounds`);
+  Linear layers), with `RECALLFS_EMBED_PRECISION=bfloat16`, and with embedding off (the write + FTS
+  share), in alternating rounds (`--ingest-rounds`); the embedder's bulk kernels are chosen by its first
+  job (query/bulk_encoder.py) and printed;
 - recall latency at each size: `recall()` in process, p50/p95 over distinct queries (no query-vector
   cache hits), after a warm-up, for `--arm lexical` and `--arm fused` (hybrid, calibrated fusion: the
   default), with their ratio; hybrid with rank fusion (`fusion=rrf`) to price the calibration, and
@@ -172,13 +173,27 @@ def _progress(label: str) -> Any:
     return report
 
 
-def stock_embedder(embedder: Embedder) -> Embedder:
-    """The same model as sentence-transformers loads it (MKL's sgemm for the Linear layers, as before
-    2026-11-24), to compare with the embedder's oneDNN layers in one run."""
+def stock_embedder(embedder: Embedder, precision: str | None = None) -> Embedder:
+    """A fresh copy of the model: as sentence-transformers runs it (`precision` None: the injected
+    model is run as it is, no kernel choice), or as recallfs runs it at `precision`."""
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(embedder.model_path, device=embedder.device, local_files_only=True)
-    return Embedder(encoder=model, model_id=embedder.model_id, dim=embedder.dim)
+    if precision is None:
+        return Embedder(encoder=_Plain(model), model_id=embedder.model_id, dim=embedder.dim)
+    emb = Embedder(encoder=model, model_id=embedder.model_id, dim=embedder.dim)
+    emb.embed_precision = precision
+    return emb
+
+
+class _Plain:
+    """The model's encode() alone: an encoder the embedder does not choose kernels for."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def encode(self, inputs: list[str], **kwargs: Any) -> Any:
+        return self._model.encode(inputs, **kwargs)
 
 
 def measure_ingest(embedder: Embedder, rows: int, rounds: int) -> dict[str, list[float]]:
@@ -186,7 +201,8 @@ def measure_ingest(embedder: Embedder, rows: int, rounds: int) -> dict[str, list
     machine weighs on every variant alike: without embedding, embedding with the stock model, and
     embedding with the embedder as loaded. Rows/s per round."""
     pool = base_sentences(rows, random.Random(11))  # distinct rows: every one is really embedded
-    variants = (("no_embed", None), ("stock", stock_embedder(embedder)), ("embed", embedder))
+    variants = (("no_embed", None), ("stock", stock_embedder(embedder)), ("embed", embedder),
+                ("bfloat16", stock_embedder(embedder, "bfloat16")))
     out: dict[str, list[float]] = {label: [] for label, _ in variants}
     with tempfile.TemporaryDirectory(prefix="recallfs-bench-ingest-") as tmp:
         for n in range(rounds):
@@ -306,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         path = _cached_store(args.cache, size, embedder, args.pool)
         rows.append((size, measure_recall(path, embedder, args.queries, args.budget_ms,
                                           tuned_gc=not args.default_gc)))
-    _print_report(args, ingest, rows)
+    _print_report(args, ingest, rows, embedder.bulk_path)
     return 0
 
 
@@ -330,23 +346,25 @@ def _cached_store(cache: Path, size: int, embedder: Embedder, pool: int) -> Path
     return path
 
 
-def _print_ingest(args: argparse.Namespace, ingest: dict[str, list[float]]) -> None:
+def _print_ingest(args: argparse.Namespace, ingest: dict[str, list[float]], bulk_path: str) -> None:
     """Median and range of each variant, and the embedder against the stock model round by round."""
     print(f"ingest, {args.ingest_rows} rows, {args.ingest_rounds} alternating rounds (rows/s, median [range]; "
           f"target >= {TARGETS['ingest_rows_s']:.0f} with embedding):")
-    names = {"no_embed": "without embedding", "stock": "embedding, stock model", "embed": "embedding (recallfs)"}
+    names = {"no_embed": "without embedding", "stock": "embedding, stock model", "embed": "embedding (recallfs)",
+             "bfloat16": "embedding, bfloat16"}
     for label, name in names.items():
         vals = ingest[label]
         print(f"  {name:<24} {statistics.median(vals):6.0f}  [{min(vals):.0f}-{max(vals):.0f}]")
+    print(f"  recallfs's bulk kernels, chosen by its first job: {bulk_path}")
     ratios = [b / a for a, b in zip(ingest["stock"], ingest["embed"], strict=True)]
     print("  recallfs / stock per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
 
 
 def _print_report(args: argparse.Namespace, ingest: dict[str, list[float]],
-                  rows: list[tuple[int, dict[str, Any]]]) -> None:
+                  rows: list[tuple[int, dict[str, Any]]], bulk_path: str) -> None:
     print()
     if ingest:
-        _print_ingest(args, ingest)
+        _print_ingest(args, ingest, bulk_path)
     print()
     print("| memories | mode | p50 ms | p95 ms | lexical arm ms | semantic arm ms | hybrid/lexical p50 | p95 |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")

@@ -26,6 +26,7 @@ DAEMON_ONLY = {
     "device": "the daemon's model is already loaded on its device",
     "embed_timeout_ms": "the daemon's semantic arm keeps its own time budget",
     "query_precision": "the daemon's query graph is built once, at mount",
+    "embed_precision": "a setting of the daemon's ingest, not of recall",
     "vector_search": "the daemon's semantic arm searches as it was mounted",
     "serve_threads": "a setting of the daemon's store connection",
     "warm_timeout_ms": "the daemon's model is loaded once, at mount",

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from recallfs.query.bulk_encoder import PRECISIONS as BULK_PRECISIONS
+from recallfs.query.bulk_encoder import BulkEncoder
 from recallfs.query.chunks import encoder_windows
 from recallfs.query.model_files import (
     is_model_dir,
@@ -31,7 +33,6 @@ from recallfs.query.model_files import (
     read_through,
     resolve_model_path,
 )
-from recallfs.query.onednn_layers import onednn_linears
 from recallfs.query.query_encoder import PRECISIONS, QueryEncoder, fast_query_encoder, run_on_one_thread
 from recallfs.query.query_worker import PendingQuery, Worker, overran
 from recallfs.query.settings import Settings, SettingsError, setting
@@ -109,6 +110,8 @@ class Embedder:
         self._query_fast: QueryEncoder | None = None
         self._serves_queries = False  # serve_queries() was called: trace the query graph once loaded
         self.query_precision = "float32"  # the traced graph's precision (query/query_encoder.PRECISIONS)
+        self.embed_precision = "float32"  # bulk jobs' precision (query/bulk_encoder.PRECISIONS)
+        self._bulk: BulkEncoder | None = None  # the model as bulk jobs run it, made at the first one
         self._dim: int | None = dim
         self._state = "idle"  # idle -> loading -> ready | missing | error
         self._problem = ""
@@ -178,8 +181,6 @@ class Embedder:
         transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no bar on the tty
         self.device = pick_device(self.device_setting)
         model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
-        if self.device == "cpu":
-            model = onednn_linears(model)
         dim = int(model.get_embedding_dimension() or 0)
         # One encode warms the kernels, so the first real query meets its budget.
         probe = np.asarray(model.encode(["warm up"], batch_size=1, show_progress_bar=False,
@@ -274,10 +275,28 @@ class Embedder:
         return self._encoder
 
     # -- encoding --------------------------------------------------------------------------------
-    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+    @property
+    def bulk_path(self) -> str:
+        """What bulk jobs run on: "mkl" until the first large job measures (query/bulk_encoder.py),
+        then "mkl" or "onednn"; "bfloat16" when asked for; "model" for an injected or GPU model."""
+        return self._bulk.path if self._bulk is not None else "mkl" if self._bulkable() else "model"
+
+    def _bulkable(self) -> bool:
+        return self.device == "cpu" and hasattr(self._encoder, "forward")
+
+    def _bulk_encoder(self) -> BulkEncoder | None:
+        if self._bulk is None and self._bulkable():
+            with self._lock:
+                if self._bulk is None:
+                    self._bulk = BulkEncoder(self._encoder, self.embed_precision)
+        return self._bulk
+
+    def _encode(self, texts: list[str], batch_size: int | None = None, *, bulk: bool = False) -> np.ndarray:
         encoder = self._require()
-        out = encoder.encode(texts, batch_size=batch_size or self.batch_size, show_progress_bar=False,
-                             normalize_embeddings=True, convert_to_numpy=True)
+        runner = self._bulk_encoder() if bulk else None
+        size = batch_size or self.batch_size
+        out = runner.encode(texts, size) if runner is not None else encoder.encode(
+            texts, batch_size=size, show_progress_bar=False, normalize_embeddings=True, convert_to_numpy=True)
         matrix = np.asarray(out, dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape[0] != len(texts):
             raise EmbedderError(f"the encoder returned shape {matrix.shape} for {len(texts)} texts")
@@ -296,11 +315,15 @@ class Embedder:
         distinct = list(slots)
         copies = np.bincount(where, minlength=len(distinct))
         order = sorted(range(len(distinct)), key=lambda i: len(distinct[i]))
+        self._require()
+        runner = self._bulk_encoder()
+        if runner is not None:
+            runner.prepare(distinct)
         out: np.ndarray | None = None
         done = 0
         for start in range(0, len(distinct), CHUNK):
             idx = order[start:start + CHUNK]
-            vecs = self._encode([distinct[i] for i in idx])
+            vecs = self._encode([distinct[i] for i in idx], bulk=True)
             if out is None:
                 out = np.empty((len(distinct), vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
@@ -433,9 +456,13 @@ def embedder_from_settings(cfg: Settings) -> Embedder:
     if cfg.query_precision not in PRECISIONS:
         raise SettingsError(f"{setting('query_precision').env}={cfg.query_precision!r}: expected "
                             f"{', '.join(PRECISIONS)}")
+    if cfg.embed_precision not in BULK_PRECISIONS:
+        raise SettingsError(f"{setting('embed_precision').env}={cfg.embed_precision!r}: expected "
+                            f"{', '.join(BULK_PRECISIONS)}")
     emb = shared_embedder(cfg.model, cfg.device)
     emb.load_timeout_s = cfg.model_load_timeout_s
     emb.query_precision = cfg.query_precision
+    emb.embed_precision = cfg.embed_precision
     return emb
 
 

@@ -143,6 +143,10 @@ class Settings:
                               "0.9999; moved a few eval questions; on an AVX512-BF16 CPU about as fast as "
                               "float32's ONNX path), or auto (bfloat16 where this CPU runs it at least 1.3x "
                               "faster than float32)")
+    embed_precision: str = _s("float32", "precision of bulk embedding (ingest, reindex) on CPU: float32 (MKL's "
+                              "or oneDNN's kernels, whichever the first large job measures faster) or "
+                              "bfloat16 (about 1.7x the rows/s on a CPU with AMX; stored vectors within "
+                              "cosine 0.9999 of float32's; moved a few eval questions)")
     embed_timeout_ms: int = _s(2000, "time budget for embedding one query before recall answers lexically")
     vector_search: str = _s("ann", "how the semantic arm searches a table of 20,000 vectors or more: ann "
                             "(inverted lists probed until they hold 4,000 of the caller's rows, 40 per hit; "

@@ -64,23 +64,6 @@ def test_each_distinct_text_is_embedded_once(minilm):
     assert seen[-1] == (5, 5)
 
 
-def test_cpu_model_runs_its_linear_layers_through_onednn_with_the_same_vectors(minilm):
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from torch.utils.mkldnn import MkldnnLinear
-
-    if minilm.device != "cpu" or not torch.backends.mkldnn.is_available():
-        pytest.skip("oneDNN is used on CPU only")
-    layers = list(minilm._encoder.modules())
-    assert any(isinstance(m, MkldnnLinear) for m in layers)
-    assert not any(type(m) is torch.nn.Linear for m in layers)
-    stock = SentenceTransformer(default_model_path(), device="cpu", local_files_only=True)
-    texts = ["Where is the primary database these days?", "ok", "We moved it to eu-west last week. " * 30]
-    want = stock.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
-    got = minilm.embed(texts)
-    assert np.abs(got - want).max() < 1e-5
-
-
 def test_paraphrases_score_higher_than_unrelated(minilm):
     q = minilm.embed_query("which programming language is the backend written in", budget_ms=5000)
     v = minilm.embed(["Our server code is all Rust, compiled with cargo.", "She adopted two kittens last spring."])
