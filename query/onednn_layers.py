@@ -17,8 +17,9 @@ def onednn_linears(model: Any) -> Any:
     """A copy of `model` whose Linear layers run through oneDNN instead of MKL's sgemm, when it gives
     the same vectors on a probe (else the model as loaded).
 
-    The same fp32 math (vectors agree to about 2e-7), but on this AMD EPYC MKL takes a slower path
-    than oneDNN's AVX-512 kernels: bulk embedding measured 1.6-1.7x the rows/s (README, ingest)."""
+    The same fp32 math (vectors agree to about 2e-7), but on an AMD EPYC MKL takes a slower path than
+    oneDNN's AVX-512 kernels (bulk embedding 1.6-1.7x the rows/s), and on an Intel Xeon with AMX the
+    reverse (0.75-0.85x): query/bulk_encoder.py times both and keeps the faster."""
     import torch
     from torch.utils.mkldnn import MkldnnLinear
 

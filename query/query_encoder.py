@@ -21,7 +21,7 @@ small shifts moved calibrated fusion's floors for a few eval questions, and no e
 
 Used only when the model is the plain shape (transformer, mean pooling, optional normalize) and a
 probe of short and long texts gives the same vectors as the model itself; otherwise None, and queries
-take the stock path. Bulk embedding (ingest) always takes the stock path.
+take the stock path. Bulk embedding (ingest) takes query/bulk_encoder.py's kernels.
 """
 
 from __future__ import annotations
