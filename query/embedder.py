@@ -116,6 +116,7 @@ class Embedder:
         self._state = "idle"  # idle -> loading -> ready | missing | error
         self._problem = ""
         self._model_id = model_id
+        self._identity: tuple[threading.Thread, list[str]] | None = None  # model_id_within's reader
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._worker: Worker | None = None
@@ -253,6 +254,24 @@ class Embedder:
         """The identity stored with every vector (known once loaded)."""
         if self._model_id is None:
             self._model_id = model_identity(self.model_path)
+        return self._model_id
+
+    def model_id_within(self, timeout_s: float) -> str | None:
+        """model_id, when its files can be read within `timeout_s`; None when not (a model on a hung
+        file system). One reader thread at a time: a hung one is joined again, not doubled."""
+        if self._model_id is not None:
+            return self._model_id
+        with self._lock:
+            if self._identity is None:
+                found: list[str] = []
+                reader = threading.Thread(target=lambda: found.append(model_identity(self.model_path)),
+                                          name="recallfs-model-identity", daemon=True)
+                reader.start()
+                self._identity = (reader, found)
+            reader, found = self._identity
+        reader.join(timeout_s)
+        if found and self._model_id is None:
+            self._model_id = found[0]
         return self._model_id
 
     @property

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from recallfs.query import diskspace
+from recallfs.query.cursor import Cursor
 from recallfs.query.fts_freshness import record_repairs, stale_fts
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
@@ -137,18 +138,23 @@ def embed_new_rows(
     and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
     """
     from recallfs.query.embedder import EmbedderError, ModelMissingError
-    from recallfs.query.vector_write import embed_missing, missing_count
+    from recallfs.query.vector_write import embed_missing, windows_pending
 
     if embedder is None or not report.partitions:
+        return 0
+    schemas = [s for s in (store.partition(o, w) for o, w in sorted(report.partitions)) if s]
+    cur = store.cursor()
+    # Counted first, by the identity of the model's files: a batch that left nothing to embed (a file
+    # ingested again) does not wait for the model to load, which cost it ~8 s.
+    model = embedder.model_id_within(embedder.load_timeout_s)  # None: its files do not answer
+    if model is not None and not _missing(cur, schemas, model) and not windows_pending(cur, schemas):
         return 0
     if not embedder.wait_ready():  # at most its load timeout: a hung model must not hold the ingest
         log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
                     "`recallfs reindex` or the next ingest embeds them",
                     embedder.problem or f"the model did not load within {embedder.load_timeout_s:.0f} s")
         return 0
-    schemas = [s for s in (store.partition(o, w) for o, w in sorted(report.partitions)) if s]
-    cur = store.cursor()
-    missing = sum(missing_count(cur, schema, table, embedder.model_id) for schema in schemas for table in MEMORY_TABLES)
+    missing = _missing(cur, schemas, embedder.model_id)
     need, free = diskspace.vector_need(missing), diskspace.free_bytes(store.path.parent)
     if missing and free < need:
         raise IndexRefreshError(_not_embedded(store, report, f"{diskspace.size(free)} free, {missing} vectors "
@@ -167,6 +173,13 @@ def embed_new_rows(
     return done.embedded
 
 
+def _missing(cur: Cursor, schemas: list[str], model: str) -> int:
+    """Rows of these partitions with no vector from `model`."""
+    from recallfs.query.vector_write import missing_count
+
+    return sum(missing_count(cur, schema, table, model) for schema in schemas for table in MEMORY_TABLES)
+
+
 def _check_model(store: Store, embedder: Any) -> None:
     """Refuse before writing anything when the store's vectors were made by another model."""
     from recallfs.query.vector_meta import mismatch_message, stored_model
@@ -174,8 +187,12 @@ def _check_model(store: Store, embedder: Any) -> None:
     if embedder is None or store.read_only:
         return
     stored = stored_model(store.cursor())
-    if stored is None or not embedder.wait_ready():
-        return  # nothing embedded yet, or no model: embed_new_rows warns
+    if stored is None or stored.model == embedder.model_id_within(embedder.load_timeout_s):
+        # Nothing embedded yet, or the same model files (the identity is read from them, not from the
+        # loaded model): no wait for the load, which cost a re-ingest of unchanged rows ~8 s.
+        return
+    if not embedder.wait_ready():
+        return  # no model: embed_new_rows warns
     if stored.model != embedder.model_id or stored.dim != embedder.dim:
         raise IngestError(mismatch_message(stored, embedder.model_id, embedder.dim))
 
