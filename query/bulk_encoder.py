@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.query.encoder_probes import AGREE_REDUCED, PROBES
 from recallfs.query.onednn_layers import onednn_linears
 
 log = logging.getLogger("recallfs.embedder")
@@ -33,10 +34,6 @@ PRECISIONS = ("float32", "bfloat16")
 CHOOSE_MIN = 512  # distinct texts in a job before its kernels are measured (the sample costs ~0.3 s)
 SAMPLE = 24  # texts timed per kernel, spread over the job's lengths
 ROUNDS = 2  # alternating rounds; each kernel keeps its best (the first call pays for its set-up)
-# bfloat16's vectors against float32's on the probes: below this the model is not one bfloat16 carries
-AGREE_REDUCED = 0.9995
-_PROBES = ["warm up", "Where is the primary database these days? We moved it to the eu-west cluster.",
-           " ".join(["the release checklist names every migration and its owner"] * 40)]
 
 
 class BulkEncoder:
@@ -97,9 +94,9 @@ class BulkEncoder:
         kw: dict[str, Any] = {"batch_size": 8, "normalize_embeddings": True, "convert_to_numpy": True,
                               "show_progress_bar": False}
         try:
-            full = np.asarray(self._model.encode(_PROBES, **kw))
+            full = np.asarray(self._model.encode(list(PROBES), **kw))
             with self._autocast():
-                reduced = np.asarray(self._model.encode(_PROBES, **kw))
+                reduced = np.asarray(self._model.encode(list(PROBES), **kw))
             agree = float(np.min(np.sum(full * reduced, axis=1)))
         except Exception as exc:  # a torch build without bfloat16 on this CPU: float32
             log.info("bfloat16 bulk embedding not used: %s: %s", type(exc).__name__, exc)

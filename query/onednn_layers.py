@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.query.encoder_probes import AGREE, PROBES
+
 log = logging.getLogger("recallfs.embedder")
 
-_PROBE = ["warm up", "Where is the primary database these days? We moved it to the eu-west cluster."]
 
 
 def onednn_linears(model: Any) -> Any:
@@ -38,12 +39,13 @@ def onednn_linears(model: Any) -> Any:
         convert(converted)
         kw: dict[str, Any] = {"batch_size": 8, "normalize_embeddings": True, "convert_to_numpy": True,
                               "show_progress_bar": False}  # no bar in the daemon's log
-        agree = float(np.min(np.sum(np.asarray(model.encode(_PROBE, **kw)) *
-                                    np.asarray(converted.encode(_PROBE, **kw)), axis=1)))
+        probes = list(PROBES[:2])  # the long one adds nothing here: the same kernels, longer
+        agree = float(np.min(np.sum(np.asarray(model.encode(probes, **kw)) *
+                                    np.asarray(converted.encode(probes, **kw)), axis=1)))
     except Exception as exc:  # an unusual model: keep the stock layers
         log.info("oneDNN linear layers not used: %s: %s", type(exc).__name__, exc)
         return model
-    if agree < 0.99999:
+    if agree < AGREE:
         log.info("oneDNN linear layers not used: the probe vectors differ (cosine %.6f)", agree)
         return model
     return converted

@@ -36,18 +36,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from recallfs.query.encoder_probes import AGREE, AGREE_REDUCED, PROBES
 from recallfs.query.onnx_query import onnx_query_encoder
 
 log = logging.getLogger("recallfs.embedder")
 
-# Short, typical and truncated (past 256 word pieces) inputs: a trace must agree on every length.
-_PROBES = ("hi", "Where is the primary database these days? We moved it to the eu-west cluster.",
-           " ".join(["the release checklist names every migration and its owner"] * 40))
 PRECISIONS = ("auto", "float32", "bfloat16")
-AGREE = 0.99999  # cosine between a float32 trace's vector and the stock vector, on every probe
-# bfloat16 keeps 8 bits of mantissa: its query vectors sat at 0.99992-0.99999 of float32's on 60 bench
-# queries. Below this the trace is not used (a model whose activations bfloat16 cannot carry).
-AGREE_REDUCED = 0.9995
 # `auto` takes bfloat16 only when its probe encodes are at least this much faster than float32's: a
 # near tie is not worth the (tiny) change in the vectors.
 FASTER = 1.3
@@ -148,7 +142,7 @@ def _onnx(model: Any) -> QueryEncoder | None:
     first = model[0]
     tokenize = _tokenizer(first)
     sentence = _sentence_module(_plain_copy(first.auto_model))
-    exported = onnx_query_encoder(tokenize, sentence, tokenize([_PROBES[1]]))
+    exported = onnx_query_encoder(tokenize, sentence, tokenize([PROBES[1]]))
     return _checked(model, exported, AGREE) if exported is not None else None
 
 
@@ -159,7 +153,7 @@ def prefer_reduced(ms_full: float, ms_reduced: float) -> bool:
 
 def _checked(model: Any, encoder: QueryEncoder, agree: float) -> QueryEncoder | None:
     """`encoder`, when every probe's vector agrees with the stock one."""
-    worst = min(float(np.dot(encoder(t), _stock(model, t))) for t in _PROBES)
+    worst = min(float(np.dot(encoder(t), _stock(model, t))) for t in PROBES)
     if worst < agree:
         log.info("%s %s query encoder not used: the probe vectors differ (cosine %.6f)", encoder.runtime,
                  encoder.precision, worst)
@@ -178,7 +172,7 @@ def timed_pair(a: Callable[[str], Any], b: Callable[[str], Any]) -> tuple[float,
         for _ in range(_TIMING_ROUNDS):
             for fn, out in ((a, times[0]), (b, times[1])):
                 t0 = time.perf_counter()
-                fn(_PROBES[1])
+                fn(PROBES[1])
                 out.append((time.perf_counter() - t0) * 1000)
     finally:
         torch.set_num_threads(before)
@@ -247,7 +241,7 @@ def _trace(model: Any, precision: str = "float32") -> TracedQueryEncoder:
 
     first = model[0]
     tokenize = _tokenizer(first)
-    example = tokenize([_PROBES[1]])
+    example = tokenize([PROBES[1]])
     inner = first.auto_model if precision == "float32" else _plain_copy(first.auto_model).to(torch.bfloat16)
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")  # the tracer's notes on Python branches it fixed for this shape
