@@ -147,14 +147,17 @@ def embed_new_rows(
     # Counted first, by the identity of the model's files: a batch that left nothing to embed (a file
     # ingested again) does not wait for the model to load, which cost it ~8 s.
     model = embedder.model_id_within(embedder.load_timeout_s)  # None: its files do not answer
-    if model is not None and not _missing(cur, schemas, model) and not windows_pending(cur, schemas):
+    counted = _missing(cur, schemas, model) if model is not None else None
+    if counted == 0 and not windows_pending(cur, schemas):
         return 0
     if not embedder.wait_ready():  # at most its load timeout: a hung model must not hold the ingest
         log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
                     "`recallfs reindex` or the next ingest embeds them",
                     embedder.problem or f"the model did not load within {embedder.load_timeout_s:.0f} s")
         return 0
-    missing = _missing(cur, schemas, embedder.model_id)
+    # Counted again only if the loaded model is not the one its files named (replaced meanwhile).
+    missing = counted if counted is not None and model == embedder.model_id else _missing(cur, schemas,
+                                                                                        embedder.model_id)
     need, free = diskspace.vector_need(missing), diskspace.free_bytes(store.path.parent)
     if missing and free < need:
         raise IndexRefreshError(_not_embedded(store, report, f"{diskspace.size(free)} free, {missing} vectors "
