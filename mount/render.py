@@ -172,6 +172,7 @@ def render_hit(rank: int, score: float, arms: Sequence[str], row: Row, path: str
     if row.get("replaces"):
         fields.append(("replaces", list(row["replaces"])))  # the versions it replaced: history/<id>/v<n>.md
     fields += _optional(row, "stale")  # the evidence of a fact that is no longer current
+    fields += _optional(row, "near_miss")  # below the relevance floor: it follows the hits
     if path:
         fields.append(("path", path))
     return (front_matter(fields) + "\n" + memory_body(row)).encode()
@@ -303,8 +304,10 @@ Counts: {n_facts} facts, {n_summaries} summaries, {n_turns} turns; {s.files} fil
     rg -i nextest {m}/recall/*/
 
 A recall directory holds the best {s.k} hits as `NN-<table>-<slug>.md` (rank first; front matter has score,
-rank, arms and source_id), plus `results.json` (everything: scores, arms, degraded flag, timings,
-pagination) and `context.xml` (a compact block to paste into a model's context).
+rank, arms and source_id, and `near_miss: true` on a hit below the relevance floor: such hits only
+follow the ones above it, so `grep -L '^near_miss: true' recall/<q>/*.md` lists the confident ones),
+plus `results.json` (everything: scores, arms, degraded flag, timings, pagination) and `context.xml`
+(a compact block to paste into a model's context).
 
 - Inline options go in the directory name: `k:20` (hits), `offset:10` (next page), `kind:decision`,
   `tag:ci`, `session:<id>`, `agent:<name>`, `since:7d` or `since:2026-06-01`, `until:...`, `recent:on`,

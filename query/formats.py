@@ -49,7 +49,8 @@ def render_text(result: RecallResult, width: int = 100) -> str:
             f"{hit.rank:>3}. [{hit.table[:-1] if hit.table != 'summaries' else 'summary'} {hit.id} "
             f"{r['source_id']}] {when} score {hit.score:.3f} ({'+'.join(hit.arms)})"
         )
-        lines.append(head + (f" stale: {r['stale']}" if r.get("stale") else ""))
+        lines.append(head + (f" stale: {r['stale']}" if r.get("stale") else "")
+                     + (" (near-miss)" if r.get("near_miss") else ""))
         body = textwrap.shorten(f"{who} {r['content']}".strip(), width=width * 3, placeholder=" ...")
         lines.extend("     " + part for part in textwrap.wrap(body, width=width - 5))
         if hit.replaces:
@@ -87,6 +88,7 @@ def render_context(result: RecallResult) -> str:
         extra += f" session={quoteattr(r['session'])}" if r.get("session") else ""
         extra += f" replaces={quoteattr(' '.join(hit.replaces))}" if hit.replaces else ""
         extra += f" stale={quoteattr(r['stale'])}" if r.get("stale") else ""  # evidence of a replaced fact
+        extra += " near_miss=\"true\"" if r.get("near_miss") else ""  # below the relevance floor
         out.append(
             f"<hit rank=\"{hit.rank}\" id={quoteattr(hit.id)} table=\"{hit.table}\" kind={quoteattr(r['kind'])} "
             f"source={quoteattr(r['source_id'])} date=\"{when}\" score=\"{hit.score:.3f}\"{extra}>"

@@ -277,6 +277,8 @@ def _page(ranked: list[Candidate], light: dict[int, Row], scope: Scope, req: Req
     for c in page:
         if c.stale:  # a turn or summary that is the evidence of a fact no longer current
             rows[c.rid] = {**rows[c.rid], "stale": c.stale}
+        if c.near_miss:  # below the relevance floor: it follows the hits
+            rows[c.rid] = {**rows[c.rid], "near_miss": True}
     return [
         Hit(rank=req.offset + i + 1, rid=c.rid, id=c.id, table=c.table, score=c.score, arms=sorted(c.arms),
             ranks=dict(c.ranks), row=rows[c.rid],

@@ -51,7 +51,7 @@ class Hit:
             out["provenance"]["also"] = self.also
         if self.replaces:
             out["replaces"] = self.replaces
-        for key in ("speaker", "seq", "entity", "title", "caption", "stale"):
+        for key in ("speaker", "seq", "entity", "title", "caption", "stale", "near_miss"):
             if r.get(key) is not None:
                 out[key] = r[key]
         return out

@@ -21,7 +21,7 @@ from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_worker import QueryVector
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import ModelMismatchError, StoredModel, mismatch_message
-from recallfs.ranking.calibration import semantic_score, similarity_z
+from recallfs.ranking.calibration import semantic_score, similarity_z, weak_score
 
 if TYPE_CHECKING:
     from recallfs.query.semantic import SemanticSearch
@@ -181,7 +181,8 @@ class QuerySearch:
         """For calibrated fusion: {rid: score in 0..1} (ranking/calibration.semantic_score) of the nearest
         `limit` readable rows that clear the cosine floor and stand out from the background at all
         (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
-        already authorized) that clear it. Raises as search_scored() does."""
+        already authorized) that clear it. The other nearest rows with a positive cosine come as
+        near-misses, at calibration.weak_score. Raises as search_scored() does."""
         self._join()
         ready = self._ready(store, schema, table)
         if ready is None:
@@ -196,11 +197,18 @@ class QuerySearch:
         cosines.update(self._cosines(store, schema, table, [rid for rid in also if rid not in cosines], qvec))
         floor = 2.0 * arm.min_score - 1.0  # the cosine floor, back on the -1..1 scale
         out: dict[int, float] = {}
+        lexical = set(also)
         for rid, cosine in cosines.items():
-            calibrated = semantic_score(similarity_z(cosine, mean, sd))
-            if cosine >= floor and calibrated > 0:
-                out[rid] = calibrated
-                self.cosines[rid] = cosine
+            calibrated = semantic_score(similarity_z(cosine, mean, sd)) if cosine >= floor else 0.0
+            if calibrated <= 0:
+                # A neighbour that does not stand out, or is under the cosine floor, is a near-miss: it
+                # may follow the hits (ranking/floor.py), above the cosine the arm alone asks (a plain
+                # top-k's continuation). A row the lexical arm found needs no such share.
+                if rid in lexical or cosine <= ALONE_MIN_COSINE:
+                    continue
+                calibrated = weak_score(cosine)
+            out[rid] = calibrated
+            self.cosines[rid] = cosine
         return out
 
     def prepare(self, store: Store, schema: str, where: str, params: list[object], limit: int,

@@ -71,10 +71,12 @@ def _s(default: Any, help: str) -> Any:
 
 _STAGE_HELP = {
     "dedup": "identity dedup: one hit per memory however many arms found it",
-    "relevance_floor": "drop hits whose arms matched the query less than this (calibrated 0..1, before "
-                       "shaping; 0 keeps all): a query memory has nothing on says no memory matched",
+    "relevance_floor": "a hit whose arms matched the query less than this (calibrated 0..1, before shaping; "
+                       "0: no floor) is a near-miss: a query with no hit above it says no memory matched",
     "floor_cosine": "a hit only the semantic arm found (no query word in it) must also be this near the "
-                    "query (cosine; 0: no such test)",
+                    "query, or it is a near-miss (cosine; 0: no such test)",
+    "near_misses": "once some hit passes the relevance floor, the candidates below it follow the hits (in "
+                   "their fused order, after every shaping stage) instead of being dropped (false: dropped)",
     "question_weight": "score x this for a turn that only asks (ends in '?'; 1: off)",
     "reply_weight": "the reply to a question turn among the best hits (the session's next turn, by another "
                     "speaker) scores at least this x the question (0: off)",
@@ -180,6 +182,7 @@ class Settings:
     dedup: bool = _stage("dedup")
     relevance_floor: float = _stage("relevance_floor")
     floor_cosine: float = _stage("floor_cosine")
+    near_misses: bool = _stage("near_misses")
     question_weight: float = _stage("question_weight")
     reply_weight: float = _stage("reply_weight")
     window_weight: float = _stage("window_weight")

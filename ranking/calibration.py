@@ -56,6 +56,17 @@ def similarity_z(cosine: float, mean: float, sd: float) -> float:
     return (cosine - mean) / max(sd, 1e-6)
 
 
+# A neighbour above the cosine floor that does not stand out (z at or below Z_FLOOR) still takes part
+# in fusion, at a score this small times its cosine: far below the relevance floor, so it never
+# outranks evidence, and it follows the hits that pass the floor in cosine order (ranking/floor.py).
+WEAK_SCALE = 1e-4
+
+
+def weak_score(cosine: float) -> float:
+    """The fused share of a neighbour that does not stand out: positive, in cosine order, tiny."""
+    return WEAK_SCALE * max(0.0, cosine)
+
+
 def semantic_score(z: float, floor: float = Z_FLOOR, full: float = Z_FULL) -> float:
     """A z-score mapped to 0..1: 0 at or below `floor`, 1 at or above `full`, linear between."""
     if full <= floor:

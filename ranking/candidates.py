@@ -39,6 +39,7 @@ class Candidate:
     # nothing, the nearest rows still stand out. The floor also asks semantic-only hits for a cosine.
     cosine: float | None = None
     shares_words: bool = False  # the lexical side scored it: it holds a word of the query
+    near_miss: bool = False  # below the relevance floor: it follows the hits (ranking/floor.py)
 
     def copy(self) -> Candidate:
         """An independent copy. Stages never change a candidate they are given: they copy the ones they
@@ -48,7 +49,7 @@ class Candidate:
             rid=self.rid, table=self.table, score=self.score, arms=set(self.arms), ranks=dict(self.ranks),
             created_at=self.created_at, id=self.id, content=self.content, kind=self.kind, tags=self.tags,
             session=self.session, merged=list(self.merged), stale=self.stale, relevance=self.relevance,
-            cosine=self.cosine, shares_words=self.shares_words,
+            cosine=self.cosine, shares_words=self.shares_words, near_miss=self.near_miss,
         )
 
     def sort_key(self) -> tuple[float, float, str, int]:

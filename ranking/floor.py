@@ -50,6 +50,47 @@ def above_floor(cands: list[Candidate], floor: float, min_cosine: float = 0.0) -
     return ordered([c for c in cands if passes(c, floor, min_cosine)])
 
 
+Split = tuple[list[Candidate], list[Candidate]]  # (the hits, the near-misses that follow them)
+
+
+def split_at_floor(cands: list[Candidate], floor: float, min_cosine: float = 0.0) -> Split:
+    """(the candidates that pass, the near-misses that follow them). The floor decides whether memory
+    has anything on the query: when no candidate with evidence passes, there is no near-miss either. When some do,
+    the rest follow them, in their own order: a ranked list is not cut where the evidence thins (a
+    plain retriever's top-k is not), and the near-misses hold the further evidence of a topic (the
+    follow-ups of a thread, which share neither words nor much meaning with the question)."""
+    passing = above_floor(cands, floor, min_cosine)
+    if not any(c.relevance is not None for c in passing):  # none, or only rows that matched nothing
+        return passing, []  # themselves (a current fact pulled in for a stale turn's sake)
+    kept = {id(c) for c in passing}
+    return passing, ordered([c for c in cands if id(c) not in kept])
+
+
+def promote(passing: list[Candidate], near: list[Candidate], wanted: set[int]) -> Split:
+    """`passing` and `near` with the near-misses in `wanted` moved up to the hits: rows a later stage lifts
+    for a hit that passed (the reply to a question turn, the current fact of stale evidence). Such a row
+    is pulled in when no arm found it; found weakly, it must not stay behind as a near-miss."""
+    moved = [c for c in near if c.rid in wanted]
+    if not moved:
+        return passing, near
+    return ordered(passing + moved), [c for c in near if c.rid not in wanted]
+
+
+def below(passing: list[Candidate], rest: list[Candidate]) -> list[Candidate]:
+    """`rest` rescored to follow `passing` (whatever the stages made of its scores), in its order."""
+    if not rest:
+        return passing
+    least = min((c.score for c in passing), default=1.0)
+    top = max(c.score for c in rest)
+    scale = min(1.0, 0.5 * least / top) if top > 0 else 1.0
+    moved = []
+    for cand in rest:
+        copy = cand.copy()
+        copy.score, copy.near_miss = cand.score * scale, True
+        moved.append(copy)
+    return passing + moved
+
+
 def floor_config(config: StageConfig, *, any_shared_word: bool, alone: bool = False) -> StageConfig:
     """The stages' config for one query: when no memory the caller may read holds a word of it, the
     floor's cosine rises to NO_SHARED_WORD_COSINE (unless the cosine test is off). Asked of the store,

@@ -6,6 +6,7 @@
       -> rerank (off) -> near-duplicate collapse (on)
       -> metadata bonuses (off) -> time window (x2 inside the span the question names)
       -> recency (neutral; auto on temporal intent; reorders the top band only)
+      -> near-misses (below the floor, once a hit passed it: they follow the hits, in fused order)
       -> currentness (turns and summaries yield to the current fact that replaced them)
       -> token budget + MMR (opt-in: budget:N) -> min_score -> tie-break
 
@@ -27,7 +28,7 @@ from recallfs.ranking.context import OFFSET, favour_context
 from recallfs.ranking.currentness import PULLED, CurrentLink, yield_to_current
 from recallfs.ranking.cutoff import cut_below
 from recallfs.ranking.dedup import dedup_identity
-from recallfs.ranking.floor import above_floor
+from recallfs.ranking.floor_stages import floor_stage, near_misses_stage
 from recallfs.ranking.questions import demote_questions, question_weight
 from recallfs.ranking.recency import recency_in_band
 from recallfs.ranking.replies import lift_replies
@@ -46,17 +47,6 @@ def _dedup(run: StageRun) -> None:
     if run.config.dedup:
         run.timed("dedup", lambda: dedup_identity(run.out.cands))
     run.out.stages["dedup"] = "on" if run.config.dedup else "off"
-
-
-def _floor(run: StageRun) -> None:
-    floor, cosine = run.config.relevance_floor, run.config.floor_cosine
-    if floor <= 0 and cosine <= 0:
-        run.out.stages["floor"] = "off"
-        return
-    before = len(run.out.cands)
-    run.timed("floor", lambda: above_floor(run.out.cands, floor, cosine))
-    run.out.stages["floor"] = (f"relevance {floor:g}, semantic-only cosine {cosine:g}: "
-                               f"dropped {before - len(run.out.cands)} of {before}")
 
 
 def _questions(run: StageRun) -> None:
@@ -200,8 +190,8 @@ def _min_score(run: StageRun) -> None:
 
 # The stages in their fixed order (the module docstring); each records in `stages` what it did.
 PIPELINE: tuple[Callable[[StageRun], None], ...] = (
-    _dedup, _floor, _questions, _session, _replies, _context, _rerank, _collapse, _bonuses, _window, _recency,
-    _currentness, _budget, _min_score,
+    _dedup, floor_stage, _questions, _session, _replies, _context, _rerank, _collapse, _bonuses, _window, _recency,
+    near_misses_stage, _currentness, _budget, _min_score,
 )
 
 

@@ -28,7 +28,7 @@ DEFAULT_FLOOR_COSINE = 0.3  # ranking/floor.py: the cosine a hit only the semant
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
 STAGES = ("dedup", "floor", "questions", "session", "replies", "context", "rerank", "collapse", "bonuses", "window",
-          "recency", "currentness", "mmr", "min_score")
+          "recency", "near_misses", "currentness", "mmr", "min_score")
 
 
 # The knobs that must lie in a range (StageConfig.__post_init__): name -> (lowest, highest).
@@ -47,6 +47,7 @@ class StageConfig:
     dedup: bool = True
     relevance_floor: float = DEFAULT_RELEVANCE_FLOOR  # drop hits whose arms matched less (0 keeps all)
     floor_cosine: float = DEFAULT_FLOOR_COSINE  # ... and semantic-only hits less near the query than this
+    near_misses: bool = True          # ... unless some hit passes: then they follow the hits (ranking/floor.py)
     question_weight: float = DEFAULT_QUESTION_WEIGHT  # score x this for a turn that asks; 1 is off
     reply_weight: float = DEFAULT_REPLY_WEIGHT  # a question's reply scores at least this x it; 0 is off
     window_weight: float = DEFAULT_WINDOW_WEIGHT  # x (1 + this) inside the time window asked about; 0 is off
@@ -106,6 +107,6 @@ class StageConfig:
             return self.replace(context_weight=0.0 if self.context_weight > 0 else DEFAULT_CONTEXT_WEIGHT)
         if stage == "window":
             return self.replace(window_weight=0.0 if self.window_weight > 0 else DEFAULT_WINDOW_WEIGHT)
-        if stage in ("dedup", "rerank", "collapse", "currentness", "mmr"):
+        if stage in ("dedup", "rerank", "collapse", "currentness", "mmr", "near_misses"):
             return self.replace(**{stage: not getattr(self, stage)})
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")

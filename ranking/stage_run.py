@@ -40,6 +40,7 @@ class StageRun:
     replies: Mapping[int, int] = field(default_factory=dict)  # question rid -> its reply's rid
     context: Mapping[int, float] = field(default_factory=dict)  # turn rid -> its context cosine
     now: datetime | None = None  # when the question is asked (relative dates: ranking/time_window.py)
+    near_misses: list[Candidate] = field(default_factory=list)  # below the floor; they follow the hits
 
     def timed(self, name: str, fn: Callable[[], list[Candidate]]) -> None:
         t0 = self.clock()

@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 from ranking_helpers import cand, rids
 
+from recallfs.ranking.calibration import weak_score
 from recallfs.ranking.candidates import Candidate, absorb
-from recallfs.ranking.floor import NO_SHARED_WORD_COSINE, above_floor, floor_config, passes
+from recallfs.ranking.floor import (
+    NO_SHARED_WORD_COSINE,
+    above_floor,
+    below,
+    floor_config,
+    passes,
+    promote,
+    split_at_floor,
+)
 from recallfs.ranking.recency import recency_in_band
 from recallfs.ranking.stage_config import StageConfig
 
@@ -46,6 +55,42 @@ def test_junk_of_a_query_no_memory_shares_a_word_with():
     assert above_floor(junk, config.relevance_floor, config.floor_cosine) == []
     assert rids(above_floor(junk, 0.01, 0.3)) == [1]  # with a shared word somewhere, 0.34 would be near enough
     assert rids(above_floor(junk, 0.0, 0.0)) == [1, 2]  # off
+
+
+@pytest.mark.parametrize(("pool", "passing", "near"), [
+    ([], [], []),
+    ([ev(1, 0.5), ev(2, 0.001)], [1], [2]),
+    # Nothing passes: memory has nothing on the query, and no near-miss stands in for a hit.
+    ([ev(1, 0.005), ev(2, 0.001, words=False, cosine=0.25)], [], []),
+    # A semantic-only neighbour too far from the query, and one that does not stand out (its weak
+    # score): both follow the hit, the nearer first.
+    ([ev(1, 0.4), ev(2, 0.2, words=False, cosine=0.22),
+      ev(3, weak_score(0.28), words=False, cosine=0.28), ev(4, weak_score(0.24), words=False, cosine=0.24)],
+     [1], [2, 3, 4]),
+])
+def test_split_at_floor(pool, passing, near):
+    kept, rest = split_at_floor(pool, 0.01, 0.3)
+    assert (rids(kept), rids(rest)) == (passing, near)
+
+
+def test_near_misses_follow_whatever_the_stages_made_of_the_scores():
+    hits = [ev(1, 0.5, score=0.02), ev(2, 0.3, score=0.004)]  # the stages lowered the second hit
+    near = [ev(3, 0.009, score=0.009), ev(4, 0.001, words=False, cosine=0.25, score=0.001)]
+    out = below(hits, near)
+    assert rids(out) == [1, 2, 3, 4] and out[2].score < 0.004 and out[3].score < out[2].score
+    assert [c.score for c in near] == [0.009, 0.001]  # copies: the inputs are not changed
+    assert below(hits, []) == hits
+
+
+def test_promote_moves_only_the_wanted_near_misses():
+    hits, near = [ev(1, 0.5)], [ev(2, 0.005), ev(3, 0.001)]
+    up, rest = promote(hits, near, {3, 9})
+    assert (rids(up), rids(rest)) == ([1, 3], [2])
+    assert promote(hits, near, set()) == (hits, near)
+
+
+def test_weak_score_is_tiny_and_in_cosine_order():
+    assert 0 < weak_score(0.21) < weak_score(0.29) < 0.001 and weak_score(-0.1) == 0
 
 
 def test_floor_edges_and_purity():

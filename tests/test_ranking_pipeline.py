@@ -93,13 +93,13 @@ def test_all_off_is_fusion_order_with_the_tie_break():
     pool = [cand(1, 0.5, day=0), cand(2, 0.5, day=1), cand(3, 0.9, day=0)]
     cfg = StageConfig(dedup=False, relevance_floor=0.0, floor_cosine=0.0, question_weight=1.0, session_weight=0.0,
                       collapse=False, recency="off", currentness=False, reply_weight=0.0, window_weight=0.0,
-                      context_weight=0.0)
+                      context_weight=0.0, near_misses=False)
     out = shape(pool, cfg, query="latest news in May 2026", replies={1: 2}, context={1: 0.9}, now=DAY0)
     assert rids(out.cands) == [3, 2, 1]
     assert out.stages == {"dedup": "off", "floor": "off", "questions": "off", "replies": "off", "context": "off",
                           "session": "off",
                           "rerank": "off", "collapse": "off", "bonuses": "off", "window": "off", "recency": "off",
-                          "currentness": "off",
+                          "near_misses": "off", "currentness": "off",
                           "mmr": "off (no budget:N)",
                           "min_score": "off"}
 
@@ -133,6 +133,31 @@ def test_question_turns_are_demoted_on_calibrated_scores_only():
     assert ranked.stages["questions"] == "off (rank-fused scores; the factor applies to calibrated fusion)"
     off = shape(pool, StageConfig(question_weight=1.0), query="run the tests", calibrated=False)
     assert off.stages["questions"] == "off"
+
+
+def _weighed(rid: int, relevance: float, table: str = "turns", **kw) -> object:
+    c = cand(rid, relevance, table, **kw)
+    c.relevance = relevance
+    return c
+
+
+def test_near_misses_follow_and_a_stage_still_lifts_the_one_it_pulls():
+    """A weak neighbour that is a passing question's reply, or the current fact of passing stale evidence,
+    is lifted by its stage as a pulled-in row would be (LoCoMo conv-26#90: the answer, a reply found
+    weakly by the semantic arm, stayed behind at rank 156 until the floor promoted it)."""
+    from recallfs.ranking.currentness import EVIDENCE, CurrentLink
+
+    question = _weighed(1, 0.5, content="how long have you been married?")
+    reply, other = _weighed(2, 1e-5, arms=("semantic",)), _weighed(3, 2e-5, arms=("semantic",))
+    stale, current = _weighed(4, 0.3), _weighed(5, 1e-5, "facts", arms=("semantic",))
+    links = {4: [CurrentLink(EVIDENCE, 5, "f-new", "f-old")]}
+    out = shape([question, reply, other, stale, current], StageConfig(), query="married", replies={1: 2},
+                links=links)
+    assert rids(out.cands) == [1, 2, 5, 4, 3]
+    assert [c.near_miss for c in out.cands] == [False, False, False, False, True]
+    assert out.stages["near_misses"] == "on (1 follow the hits)"
+    off = shape([question, reply, other], StageConfig(near_misses=False), query="married", replies={1: 2})
+    assert rids(off.cands) == [1, 2]
 
 
 def test_a_fact_pulled_for_evidence_the_floor_dropped_goes_too():
