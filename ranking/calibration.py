@@ -56,9 +56,10 @@ def similarity_z(cosine: float, mean: float, sd: float) -> float:
     return (cosine - mean) / max(sd, 1e-6)
 
 
-# A neighbour above the cosine floor that does not stand out (z at or below Z_FLOOR) still takes part
-# in fusion, at a score this small times its cosine: far below the relevance floor, so it never
-# outranks evidence, and it follows the hits that pass the floor in cosine order (ranking/floor.py).
+# A nearest row with a positive cosine that does not stand out (z at or below Z_FLOOR, or under the
+# arm's cosine floor) still takes part in fusion, at a score this small times its cosine: far below the
+# relevance floor, so it never outranks evidence; it follows the hits that pass the floor, in cosine
+# order among its kind (ranking/floor.py).
 WEAK_SCALE = 1e-4
 
 
