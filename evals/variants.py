@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from recallfs.query.query_syntax import RecallOptions
+from recallfs.ranking.calibration import Z_FLOOR
 
 Variant = dict[str, Any]  # keyword arguments for recall()
 
@@ -77,6 +78,8 @@ def _is_on(config: Any, stage: str) -> bool:
         return bool(config.reply_weight > 0)
     if stage == "window":
         return bool(config.window_weight > 0)
+    if stage == "standout":
+        return bool(config.standout_weak_z < Z_FLOOR)
     if stage == "context":
         return bool(config.context_weight > 0)
     if stage == "recency":

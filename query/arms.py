@@ -17,6 +17,7 @@ from recallfs.query.lexical import score_indexed, search_calibrated
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.recall_scope import Scope, SemanticQuery, Trace
+from recallfs.ranking.calibration import Z_FLOOR_WEAK, standout_floor
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.fusion import calibrated, list_key
 
@@ -37,11 +38,13 @@ def _no_rids() -> list[int]:
 
 def calibrated_arms(
     scope: Scope, terms: list[str], semantic: SemanticQuery | None, trace: Trace,
-    between: Callable[[dict[int, str]], None] | None = None,
+    between: Callable[[dict[int, str]], None] | None = None, *, weak_z: float = Z_FLOOR_WEAK,
 ) -> tuple[Scored, dict[int, str]]:
     """Both arms' calibrated scores per table, for ranking.fusion.calibrated; and each rid's table.
     `between(tables)` runs after the lexical arm and before the semantic one (recall loads the lexical
-    hits there, while the semantic arm's prefetched searches finish)."""
+    hits there, while the semantic arm's prefetched searches finish). The semantic arm's standout bar
+    follows how well the lexical arm matched (calibration.standout_floor, falling to `weak_z`); the
+    trace keeps both (`trace.standout`)."""
     store, schema, where, params, limit = scope.store, scope.schema, scope.where, scope.params, scope.limit
     tables: dict[int, str] = {}
     lexical = _calibrated_bm25(scope, terms)
@@ -49,7 +52,7 @@ def calibrated_arms(
     def search(table: str) -> dict[int, float]:
         assert semantic is not None
         also = list(scores[list_key("lexical", table)])
-        return semantic.search_calibrated(store, schema, table, where, params, limit, also=also)
+        return semantic.search_calibrated(store, schema, table, where, params, limit, also=also, z_floor=bar)
 
     def score_unseen(table: str, found: dict[int, float]) -> None:
         # The lexical side of rows only the semantic arm found: fusion weighs both arms for every row.
@@ -59,6 +62,12 @@ def calibrated_arms(
                             partial(score_indexed, store, schema, table, terms, unseen)))
 
     scores = _each_table(trace, "lexical", tables, _no_scores, lexical)
+    # How well the lexical arm matched sets the semantic arm's standout bar: every table's lexical hits
+    # are in by now.
+    best = max((max(found.values(), default=0.0) for found in scores.values()), default=0.0)
+    bar = standout_floor(best, weak_z)
+    if semantic is not None:
+        trace.standout = (best, bar)
     if semantic is not None and between is not None:
         between(dict(tables))
     if semantic is not None:

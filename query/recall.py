@@ -9,9 +9,9 @@ of Hits, whose full rows are the only ones loaded. The currentness pull is query
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
@@ -29,11 +29,11 @@ from recallfs.query.entity_card import EntityCard, entity_card, fit_card
 from recallfs.query.fallback import fallback, filters_of
 from recallfs.query.fts_freshness import behind_note
 from recallfs.query.gate import scope_clause
-from recallfs.query.lexical import query_terms
 from recallfs.query.lineage import replaced_by_hits
 from recallfs.query.loading import Preloaded, authorize_and_load, full_rows, preload
-from recallfs.query.query_syntax import RecallOptions, parse_query, utc_now, well_formed
+from recallfs.query.query_syntax import RecallOptions, utc_now
 from recallfs.query.readable import Row
+from recallfs.query.recall_request import ARMS, FUSIONS, Request, parse
 from recallfs.query.recall_scope import Scope, SemanticArm, SemanticQuery, Trace
 from recallfs.query.replies import reply_links
 from recallfs.query.results import Hit, RecallResult
@@ -41,47 +41,16 @@ from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import StageInputs, apply_stages
 from recallfs.query.staleness import current_links
 from recallfs.query.store import Store
+from recallfs.ranking.calibration import Z_FLOOR_WEAK, standout_note
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.floor import floor_config
 from recallfs.ranking.fusion import best_per_table, by_score, calibrated, rrf
 from recallfs.ranking.pipeline import Shaped, StageConfig
+from recallfs.ranking.temporal import question_of
+from recallfs.ranking.time_window import TimeWindow, time_window
 from recallfs.scope.principal import Principal
 
 __all__ = ["ARMS", "FUSIONS", "Hit", "RecallResult", "Request", "SemanticArm", "SemanticQuery", "recall"]
-
-ARMS = ("lexical", "semantic", "fused")
-# How the fused arm combines the two: calibrated scores (the default, chosen by the ablation in
-# developer-notes/ranking.md) or reciprocal ranks. Single arms are ordered by their own ranking either way.
-FUSIONS = ("calibrated", "rrf")
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What was asked, parsed: the query as searched and the options merged (inline options win)."""
-
-    query: str  # the query, well-formed
-    text: str  # the search text: inline options removed
-    terms: list[str]  # its searchable words, for the lexical arm
-    options: RecallOptions
-    errors: list[str]  # inline options that were dropped, and why
-    k: int
-    offset: int
-    arm: str
-    fusion: str
-
-    @property
-    def lexical(self) -> bool:
-        return self.arm in ("lexical", "fused")
-
-    @property
-    def semantic(self) -> bool:
-        return self.arm in ("semantic", "fused")
-
-    @property
-    def calibrated(self) -> bool:
-        """Whether scores are calibrated (fused by calibrated fusion) rather than reciprocal ranks."""
-        return self.arm == "fused" and self.fusion == "calibrated"
-
 
 def recall(
     store: Store,
@@ -117,9 +86,13 @@ def recall(
         return _result(req, principal, trace, t_start)
     scope = _scope(store, principal, schema, req, candidates, trace)
     early, between = _overlap(req, scope, principal, handle, trace)
+    asked = req.options.now or now or utc_now()
+    window = _named_window(req, stages or StageConfig(), asked)
     fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k,
-                         between=between)
+                         between=between, cut=window is None, weak_z=(stages or StageConfig()).standout_weak_z)
     authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace, early)
+    if window is not None:  # cut once dates are known: past it, the memories of the named span stay
+        authorized = best_per_table(authorized, scope.limit, keep=lambda c: window.holds(c.created_at))
     config = floor_config(stages or StageConfig(), any_shared_word=words, alone=req.arm != "fused")
     replies = reply_links(scope, principal, authorized, rows, req.options, trace) if config.reply_weight > 0 else {}
     context = (context_cosines(scope, principal, authorized, req.options, None if trace.degraded else handle, semantic,
@@ -127,10 +100,12 @@ def recall(
     links = current_links(scope, principal, authorized, rows, req.options, trace) if config.currentness else {}
     inputs = StageInputs(store, scope.cur, schema, req.text, req.terms, req.options, req.calibrated,
                          query=None if trace.degraded else handle, vectors_from=semantic, links=links,
-                         replies=replies, context=context, now=req.options.now or now or utc_now())
+                         replies=replies, context=context, now=asked)
     shaped = _shape(authorized, config, inputs, trace)
     if handle is not None and handle.paths:
         shaped.stages["vector_search"] = "; ".join(f"{t}: {p}" for t, p in sorted(handle.paths.items()))
+    if trace.standout is not None and req.calibrated:
+        shaped.stages["standout"] = standout_note(*trace.standout)
     ranked, total = shaped.cands, len(shaped.cands)
     if not ranked and filters_of(req.options):
         ranked, rows, total = fallback(scope, principal, req.text, req.offset + req.k, req.options, trace,
@@ -142,22 +117,6 @@ def recall(
     entity = _entity(req, scope, hits, trace) if config.entity_first else None
     return _result(req, principal, trace, t_start, hits=hits, total=total, entity=entity,
                    stages=shaped.stages)
-
-
-def parse(
-    query: str, *, arm: str, fusion: str, options: RecallOptions | None, k: int, offset: int, now: datetime | None
-) -> Request:
-    """The query's inline options over the caller's; raises ValueError for an unknown arm or fusion."""
-    if arm not in ARMS:
-        raise ValueError(f"arm must be one of {', '.join(ARMS)}")
-    if fusion not in FUSIONS:
-        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
-    query = well_formed(query)
-    parsed = parse_query(query, now=options.now if options is not None and options.now else now)
-    opts = (options or RecallOptions()).merged(parsed.options)
-    return Request(query=query, text=parsed.text, terms=query_terms(parsed.text), options=opts,
-                   errors=list(parsed.errors), k=opts.k or k, offset=opts.offset if opts.offset is not None else offset,
-                   arm=arm, fusion=fusion)
 
 
 def semantic_state(arm: str, semantic: SemanticArm | None) -> tuple[bool, str | None]:
@@ -217,21 +176,23 @@ def _overlap(
 def _fuse(
     req: Request, scope: Scope, semantic: SemanticQuery | None, trace: Trace, *,
     weights: dict[str, float] | None, rrf_k: int, between: Callable[[dict[int, str]], None] | None = None,
+    cut: bool = True, weak_z: float = Z_FLOOR_WEAK,
 ) -> tuple[list[Candidate], bool]:
     """The arms, then their fusion, cut to the best `scope.limit` rows of each table (what one arm
-    brings; fusion.best_per_table). `semantic`: the semantic arm's query, None when that arm does not run.
-    `between`: run between the arms (arms.calibrated_arms). Also returns whether any readable memory
-    holds a word of the query (for the relevance floor)."""
+    brings; fusion.best_per_table) unless `cut` is False. `semantic`: the semantic arm's query, None when
+    that arm does not run. `between`: run between the arms (arms.calibrated_arms). Also returns whether
+    any readable memory holds a word of the query (for the relevance floor). `weak_z`: the semantic
+    arm's standout bar when the lexical arm matched nothing (arms.calibrated_arms)."""
+    limit = scope.limit if cut else sys.maxsize
     if req.calibrated:
-        scores, tables = calibrated_arms(scope, req.terms, semantic, trace, between)
-        fused = trace.timed("fusion", lambda: best_per_table(calibrated(scores, tables, weights=weights),
-                                                             scope.limit))
+        scores, tables = calibrated_arms(scope, req.terms, semantic, trace, between, weak_z=weak_z)
+        fused = trace.timed("fusion", lambda: best_per_table(calibrated(scores, tables, weights=weights), limit))
         attach_evidence(fused, scores, semantic)
         return fused, shares_words(scores)
     if req.arm == "fused":
         lists, ranked_tables = ranked_arms(scope, req.terms, semantic, trace, lexical=True, between=between)
         fused = trace.timed("fusion", lambda: best_per_table(rrf(lists, ranked_tables, weights=weights, k=rrf_k),
-                                                             scope.limit))
+                                                             limit))
     else:  # one arm alone: its tables merged by its own scores
         scored, ranked_tables = single_arm(scope, req.terms, semantic, trace, lexical=req.lexical)
         fused = trace.timed("fusion", lambda: by_score(scored, ranked_tables, weights=weights))
@@ -242,6 +203,13 @@ def _fuse(
     chosen = [a for a, on in (("lexical", req.lexical), ("semantic", req.semantic)) if on]
     words = calibrated_evidence(scope, req.terms, semantic, fused, trace, arms=chosen, weights=weights)
     return fused, words
+
+
+def _named_window(req: Request, stages: StageConfig, asked: datetime) -> TimeWindow | None:
+    """The time window the question names, when the window stage will favour it (ranking/time_window.py)."""
+    if stages.window_weight <= 0 or req.arm != "fused":
+        return None
+    return time_window(question_of(req.text), asked)
 
 
 def _shape(cands: list[Candidate], config: StageConfig, inputs: StageInputs, trace: Trace) -> Shaped:

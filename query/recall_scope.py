@@ -13,6 +13,7 @@ import numpy as np
 
 from recallfs.query.cursor import Cursor
 from recallfs.query.store import Store
+from recallfs.ranking.calibration import Z_FLOOR
 
 T = TypeVar("T")
 
@@ -38,9 +39,10 @@ class SemanticQuery(Protocol):
 
     def search_calibrated(
         self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
-        *, also: Sequence[int] = (),
+        *, also: Sequence[int] = (), z_floor: float = Z_FLOOR,
     ) -> dict[int, float]:
-        """{rid: calibrated score in 0..1} of its own hits and of `also` (rows another arm found)."""
+        """{rid: calibrated score in 0..1} of its own hits and of `also` (rows another arm found), for
+        those whose z against the background passes `z_floor` (ranking/calibration.standout_floor)."""
         ...
 
     def start(self) -> None:
@@ -98,6 +100,7 @@ class Trace:
     degraded_reason: str | None = "off"
     timings: dict[str, float] = field(default_factory=dict)
     stale: str | None = None  # why the store may lack the newest writes (Store.stale)
+    standout: tuple[float, float] | None = None  # calibrated fusion: (the lexical arm's best, the z bar)
 
     def timed(self, name: str, fn: Callable[[], T]) -> T:
         """fn(), its time added to timings[name] (also when it raises)."""

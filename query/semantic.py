@@ -21,6 +21,7 @@ from recallfs.query.settings import DEFAULTS, Settings, SettingsError
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import StoredModel, VectorError
 from recallfs.query.vectors import VectorIndexes, ensure_indexes, shared_indexes
+from recallfs.ranking.calibration import Z_FLOOR
 
 VECTOR_SEARCHES = ("ann", "exact")
 log = logging.getLogger("recallfs.semantic")
@@ -137,9 +138,10 @@ class SemanticSearch:
 
     def search_calibrated(
         self, store: Store, schema: str, table: str, query: str, where: str, params: list[object], limit: int,
-        *, also: Sequence[int] = (),
+        *, also: Sequence[int] = (), z_floor: float = Z_FLOOR,
     ) -> dict[int, float]:
-        return self.query(query).search_calibrated(store, schema, table, where, params, limit, also=also)
+        return self.query(query).search_calibrated(store, schema, table, where, params, limit, also=also,
+                                                   z_floor=z_floor)
 
     # -- what every search of a query uses -------------------------------------------------------------
     def background(

@@ -21,7 +21,7 @@ from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_worker import QueryVector
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import ModelMismatchError, StoredModel, mismatch_message
-from recallfs.ranking.calibration import semantic_score, similarity_z, weak_score
+from recallfs.ranking.calibration import Z_FLOOR, semantic_score, similarity_z, weak_score
 
 if TYPE_CHECKING:
     from recallfs.query.semantic import SemanticSearch
@@ -176,13 +176,14 @@ class QuerySearch:
 
     def search_calibrated(
         self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,
-        *, also: Sequence[int] = (),
+        *, also: Sequence[int] = (), z_floor: float = Z_FLOOR,
     ) -> dict[int, float]:
         """For calibrated fusion: {rid: score in 0..1} (ranking/calibration.semantic_score) of the nearest
         `limit` readable rows that clear the cosine floor and stand out from the background at all
-        (z above calibration.Z_FLOOR), best first, plus the scores of `also` (rows the lexical arm found,
-        already authorized) that clear it. The other nearest rows with a positive cosine come as
-        near-misses, at calibration.weak_score. Raises as search_scored() does."""
+        (z above `z_floor`, the standout bar: calibration.standout_floor), best first, plus the scores
+        of `also` (rows the lexical arm found, already authorized) that clear it. The other nearest rows
+        with a positive cosine come as near-misses, at calibration.weak_score. Raises as search_scored()
+        does."""
         self._join()
         ready = self._ready(store, schema, table)
         if ready is None:
@@ -199,7 +200,7 @@ class QuerySearch:
         out: dict[int, float] = {}
         lexical = set(also)
         for rid, cosine in cosines.items():
-            calibrated = semantic_score(similarity_z(cosine, mean, sd)) if cosine >= floor else 0.0
+            calibrated = semantic_score(similarity_z(cosine, mean, sd), z_floor) if cosine >= floor else 0.0
             if calibrated <= 0:
                 # A neighbour that does not stand out, or is under the cosine floor, is a near-miss: it
                 # may follow the hits (ranking/floor.py), above the cosine the arm alone asks (a plain

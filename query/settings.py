@@ -70,6 +70,8 @@ def _s(default: Any, help: str) -> Any:
 
 
 _STAGE_HELP = {
+    "standout_weak_z": "the semantic arm's standout bar (z) when the lexical arm matched nothing; it rises "
+                       "linearly to 1.75 at a lexical best match of 0.3 of the query (1.75: fixed)",
     "dedup": "identity dedup: one hit per memory however many arms found it",
     "relevance_floor": "a hit whose arms matched the query less than this (calibrated 0..1, before shaping; "
                        "0: no floor) is a near-miss: a query with no hit above it says no memory matched",
@@ -179,6 +181,7 @@ class Settings:
                       "(unnamed ones count 1; replaces the defaults); `equal`: all 1; `default`: "
                       f"{format_weights(DEFAULT_WEIGHTS)} for calibrated fusion, {format_weights(RANK_WEIGHTS)} "
                       f"for rank fusion, {format_weights(SINGLE_ARM_WEIGHTS)} for a single arm")
+    standout_weak_z: float = _stage("standout_weak_z")
     dedup: bool = _stage("dedup")
     relevance_floor: float = _stage("relevance_floor")
     floor_cosine: float = _stage("floor_cosine")

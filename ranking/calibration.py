@@ -68,6 +68,31 @@ def weak_score(cosine: float) -> float:
     return WEAK_SCALE * max(0.0, cosine)
 
 
+# How far the semantic arm's standout bar falls when the lexical arm found little. A query that shares
+# no strong words with any memory (a whole dialogue alluding to an old event, a paraphrase) leaves the
+# semantic arm as the only evidence, and memories that all concern one person or topic lift every
+# cosine together, so the true one rarely stands Z_FLOOR sd out: then z from Z_FLOOR_WEAK already counts.
+# LEXICAL_STRONG is the lexical arm's best calibrated score (a share of the query's ceiling) from which
+# the full bar applies; between, the bar moves linearly.
+Z_FLOOR_WEAK = 0.5
+LEXICAL_STRONG = 0.3
+
+
+def standout_floor(lexical_best: float, weak: float = Z_FLOOR_WEAK) -> float:
+    """The z at which a semantic neighbour starts to count, given the lexical arm's best calibrated score
+    (0..1) over the same scope: `weak` when the lexical arm matched nothing, Z_FLOOR from LEXICAL_STRONG
+    up (`weak` = Z_FLOOR: the bar never moves)."""
+    share = min(1.0, max(0.0, lexical_best) / LEXICAL_STRONG)
+    return weak + share * (Z_FLOOR - weak)
+
+
+def standout_note(lexical_best: float, z_floor: float) -> str:
+    """recall's `stages.standout`: the bar a semantic neighbour had to clear, and why."""
+    if z_floor >= Z_FLOOR:
+        return f"z {z_floor:.2f} (the lexical arm's best match: {lexical_best:.2f} of the query)"
+    return f"z {z_floor:.2f}, lowered: the lexical arm's best match is {max(0.0, lexical_best):.2f} of the query"
+
+
 def semantic_score(z: float, floor: float = Z_FLOOR, full: float = Z_FULL) -> float:
     """A z-score mapped to 0..1: 0 at or below `floor`, 1 at or above `full`, linear between."""
     if full <= floor:

@@ -9,7 +9,7 @@ whichever arms happened to find something; scores lie in 0..1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.ranking.provenance import RANK_WEIGHTS, SINGLE_ARM_WEIGHTS, split_list_name, weight_for
@@ -94,16 +94,20 @@ def by_score(
     return calibrated(scores, tables, weights=SINGLE_ARM_WEIGHTS if weights is None else weights)
 
 
-def best_per_table(cands: Sequence[Candidate], limit: int) -> list[Candidate]:
+def best_per_table(
+    cands: Sequence[Candidate], limit: int, keep: Callable[[Candidate], bool] | None = None,
+) -> list[Candidate]:
     """The first `limit` candidates of each table, in the order given (best first). Fusion keeps no
     more rows per table than one arm brings: the union of two arms is about 1.7x one arm's rows, and
     the stages after fusion cost per row, while rows past that cut almost never reach a page (every
-    dev set measured the same with and without it; developer-notes/recall-performance.md)."""
+    dev set measured the same with and without it; developer-notes/recall-performance.md).
+    `keep`: past the cut, the candidates it accepts stay too (at most `limit` more per table): a stage
+    that will lift them (the named time window) cannot lift what the cut dropped."""
     seen: dict[str, int] = {}
     kept: list[Candidate] = []
     for cand in cands:
         count = seen.get(cand.table, 0)
-        if count < limit:
+        if count < limit or (keep is not None and count < 2 * limit and keep(cand)):
             kept.append(cand)
             seen[cand.table] = count + 1
     return kept

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from recallfs.ranking.calibration import Z_FLOOR, Z_FLOOR_WEAK
 from recallfs.ranking.recency import DEFAULT_BAND, DEFAULT_HALF_LIFE_DAYS
 
 DEFAULT_SESSION_WEIGHT = 0.6  # ranking/session_evidence.py (kept here so this module needs no stages)
@@ -27,8 +28,8 @@ DEFAULT_FLOOR_COSINE = 0.3  # ranking/floor.py: the cosine a hit only the semant
 
 RECENCY_MODES = ("off", "auto", "on")
 # The names --ablate toggles, in pipeline order.
-STAGES = ("dedup", "floor", "questions", "session", "replies", "context", "rerank", "collapse", "bonuses", "window",
-          "recency", "near_misses", "currentness", "mmr", "min_score")
+STAGES = ("standout", "dedup", "floor", "questions", "session", "replies", "context", "rerank", "collapse", "bonuses",
+          "window", "recency", "near_misses", "currentness", "mmr", "min_score")
 
 
 # The knobs that must lie in a range (StageConfig.__post_init__): name -> (lowest, highest).
@@ -37,6 +38,16 @@ _RANGES: dict[str, tuple[float, float]] = {
     "recency_band": (0.0, 1.0), "relevance_floor": (0.0, 1.0), "floor_cosine": (-1.0, 1.0),
     "question_weight": (0.0, 1.0), "reply_weight": (0.0, 1.0), "window_weight": (0.0, 10.0),
     "context_weight": (0.0, 10.0), "session_weight": (0.0, 10.0), "session_breadth": (0.0, 1.0),
+    "standout_weak_z": (0.0, Z_FLOOR),
+}
+
+
+# Stages switched by one number: stage -> (field, its value when off, the value toggling it on sets).
+_KNOBS: dict[str, tuple[str, float, float]] = {
+    "standout": ("standout_weak_z", Z_FLOOR, Z_FLOOR_WEAK), "min_score": ("min_score", 0.0, 0.05),
+    "questions": ("question_weight", 1.0, DEFAULT_QUESTION_WEIGHT),
+    "session": ("session_weight", 0.0, DEFAULT_SESSION_WEIGHT), "replies": ("reply_weight", 0.0, DEFAULT_REPLY_WEIGHT),
+    "context": ("context_weight", 0.0, DEFAULT_CONTEXT_WEIGHT), "window": ("window_weight", 0.0, DEFAULT_WINDOW_WEIGHT),
 }
 
 
@@ -44,6 +55,9 @@ _RANGES: dict[str, tuple[float, float]] = {
 class StageConfig:
     """Which shaping stages run, and their knobs. The defaults are the shipped pipeline."""
 
+    # Fusion, before the stages: the semantic arm's standout bar when the lexical arm matched nothing
+    # (ranking/calibration.standout_floor); Z_FLOOR: the bar never falls.
+    standout_weak_z: float = Z_FLOOR_WEAK
     dedup: bool = True
     relevance_floor: float = DEFAULT_RELEVANCE_FLOOR  # drop hits whose arms matched less (0 keeps all)
     floor_cosine: float = DEFAULT_FLOOR_COSINE  # ... and semantic-only hits less near the query than this
@@ -95,18 +109,9 @@ class StageConfig:
                 return self.replace(relevance_floor=0.0, floor_cosine=0.0)
             return self.replace(relevance_floor=DEFAULT_RELEVANCE_FLOOR or 0.03,
                                 floor_cosine=DEFAULT_FLOOR_COSINE or 0.3)
-        if stage == "min_score":
-            return self.replace(min_score=0.0 if self.min_score > 0 else 0.05)
-        if stage == "questions":
-            return self.replace(question_weight=1.0 if self.question_weight < 1 else DEFAULT_QUESTION_WEIGHT)
-        if stage == "session":
-            return self.replace(session_weight=0.0 if self.session_weight > 0 else DEFAULT_SESSION_WEIGHT)
-        if stage == "replies":
-            return self.replace(reply_weight=0.0 if self.reply_weight > 0 else DEFAULT_REPLY_WEIGHT)
-        if stage == "context":
-            return self.replace(context_weight=0.0 if self.context_weight > 0 else DEFAULT_CONTEXT_WEIGHT)
-        if stage == "window":
-            return self.replace(window_weight=0.0 if self.window_weight > 0 else DEFAULT_WINDOW_WEIGHT)
+        if stage in _KNOBS:
+            name, when_off, when_on = _KNOBS[stage]
+            return self.replace(**{name: when_on if getattr(self, name) == when_off else when_off})
         if stage in ("dedup", "rerank", "collapse", "currentness", "mmr", "near_misses"):
             return self.replace(**{stage: not getattr(self, stage)})
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")

@@ -51,6 +51,10 @@ class TimeWindow:
     end: datetime
     phrase: str  # the words that named it, for the stage's note
 
+    def holds(self, when: datetime | None) -> bool:
+        """Whether a memory written at `when` is about this span."""
+        return when is not None and self.start <= when < self.end
+
 
 def time_window(question: str, now: datetime | None = None) -> TimeWindow | None:
     """The window the question names (the most precise, first found), or None. `now`: when the
@@ -157,7 +161,7 @@ def favour_window(cands: list[Candidate], window: TimeWindow, weight: float) -> 
         raise ValueError("the window weight must not be negative")
     out = []
     for cand in cands:
-        if weight > 0 and cand.created_at is not None and window.start <= cand.created_at < window.end:
+        if weight > 0 and window.holds(cand.created_at):
             cand = cand.copy()
             cand.score *= 1.0 + weight
         out.append(cand)

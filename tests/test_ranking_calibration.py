@@ -5,12 +5,16 @@ from __future__ import annotations
 import pytest
 
 from recallfs.ranking.calibration import (
+    LEXICAL_STRONG,
     Z_FLOOR,
+    Z_FLOOR_WEAK,
     Z_FULL,
     lexical_ceiling,
     lexical_score,
     semantic_score,
     similarity_z,
+    standout_floor,
+    standout_note,
     term_fraction,
 )
 from recallfs.ranking.fusion import calibrated
@@ -69,6 +73,31 @@ def test_similarity_z(cosine, mean, sd, expected):
 ])
 def test_semantic_score(z, expected):
     assert semantic_score(z) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("lexical_best", "expected"), [
+    (0.0, Z_FLOOR_WEAK),  # the lexical arm found nothing: the semantic arm is the only evidence
+    (-1.0, Z_FLOOR_WEAK),
+    (LEXICAL_STRONG / 2, (Z_FLOOR_WEAK + Z_FLOOR) / 2),
+    (LEXICAL_STRONG, Z_FLOOR),
+    (1.0, Z_FLOOR),  # a strong lexical match: the full bar
+])
+def test_standout_floor_falls_when_the_lexical_arm_matched_little(lexical_best, expected):
+    assert standout_floor(lexical_best) == pytest.approx(expected)
+
+
+def test_a_weak_lexical_match_lets_a_modest_standout_count():
+    z = (Z_FLOOR_WEAK + Z_FLOOR) / 2
+    assert semantic_score(z, standout_floor(1.0)) == 0.0
+    assert semantic_score(z, standout_floor(0.0)) > 0.0
+
+
+@pytest.mark.parametrize(("best", "z", "expected"), [
+    (0.62, Z_FLOOR, "z 1.75 (the lexical arm's best match: 0.62 of the query)"),
+    (0.0, Z_FLOOR_WEAK, "z 0.50, lowered: the lexical arm's best match is 0.00 of the query"),
+])
+def test_standout_note(best, z, expected):
+    assert standout_note(best, z) == expected
 
 
 def test_semantic_score_refuses_an_empty_range():

@@ -199,3 +199,16 @@ def test_best_per_table_keeps_each_tables_first_rows_in_order(tables, limit, kep
     names = {"f": "facts", "s": "summaries", "t": "turns"}
     cands = [Candidate(rid=i, table=names[t], score=1.0 - i / 10) for i, t in enumerate(tables)]
     assert [c.rid for c in best_per_table(cands, limit)] == kept
+
+
+@pytest.mark.parametrize(("tables", "limit", "marked", "kept"), [
+    ("ttttt", 2, {3}, [0, 1, 3]),  # past the cut, a kept one stays, in order
+    ("ttttt", 2, {0, 4}, [0, 1, 4]),  # marked inside the cut counts once, as usual
+    ("tttttt", 2, {2, 3, 4, 5}, [0, 1, 2, 3]),  # at most `limit` more per table
+    ("ttfff", 1, {1, 3}, [0, 1, 2, 3]),  # per table
+    ("ttt", 0, {1}, []),
+])
+def test_best_per_table_keeps_what_a_later_stage_will_lift(tables, limit, marked, kept):
+    names = {"f": "facts", "t": "turns"}
+    cands = [Candidate(rid=i, table=names[t], score=1.0 - i / 10) for i, t in enumerate(tables)]
+    assert [c.rid for c in best_per_table(cands, limit, keep=lambda c: c.rid in marked)] == kept

@@ -205,3 +205,30 @@ def test_recall_runs_blas_on_one_thread(tmp_path):
     blas = [lib for lib in threadpoolctl.threadpool_info()
             if lib["user_api"] == "blas" and "numpy" in lib["filepath"]]
     assert blas and all(lib["num_threads"] == 1 for lib in blas)
+
+
+def test_a_memory_of_the_named_span_survives_fusions_cut(tmp_path, minilm):
+    # Fusion keeps each table's best `candidates` rows of the two arms' union; the time-window stage
+    # (x2 inside the span the question names) comes later, so the cut must not drop that span's memory
+    # first. Here the lexical arm finds the day's log first, the semantic arm the volunteering facts,
+    # and fused the log comes 5th: past a cut of 3.
+    from recallfs.query.semantic import SemanticSearch
+
+    said = ["Maria volunteered at the animal shelter", "Maria volunteered at the food bank",
+            "Maria volunteered at the hospital", "Maria helped at the animal shelter",
+            "Maria did charity work at the food bank", "Maria helped out at the soup kitchen",
+            "Maria gave her weekend to the hospital charity"]
+    records = [fact(f"s{i}", text, created_at=f"2023-0{1 + i}-11T10:00:00Z") for i, text in enumerate(said)]
+    records.append(fact("log", "Volunteer log, 31 July 2023: the parking lot key was returned",
+                        created_at="2023-07-31T14:00:00Z"))
+    question = "Where did Maria volunteer on 31 July, 2023?"
+    with Store(tmp_path / "s.duckdb") as s:
+        ingest_records(s, [parse_record(r, org="acme", workspace="proj", agent="tester") for r in records],
+                       embedder=minilm)
+        arm = SemanticSearch(minilm)
+        off = recall(s, ME, question, candidates=3, semantic=arm, stages=StageConfig(window_weight=0.0))
+        assert "log" not in [h.row["source_id"] for h in off.hits] and len(off.hits) == 3
+        dated = recall(s, ME, question, candidates=3, semantic=arm)
+        assert [h.row["source_id"] for h in dated.hits][:2] == ["log", "s2"]
+        assert dated.stages["window"].startswith("x2 for memories of 2023-07-24")
+        assert len(dated.hits) == 4  # the cut holds for the rest: 3, and the one of the span

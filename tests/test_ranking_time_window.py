@@ -54,6 +54,17 @@ def test_no_window_or_no_false_date(question, now):
     assert time_window(question, now) is None
 
 
+@pytest.mark.parametrize(("when", "inside"), [
+    (DAY0, True),  # the start is inside
+    (datetime(2026, 1, 4, 23, 59), True),
+    (datetime(2026, 1, 5), False),  # the end is not
+    (datetime(2025, 12, 31), False),
+    (None, False),  # an undated memory is about no span
+])
+def test_window_holds(when, inside):
+    assert TimeWindow(DAY0, datetime(2026, 1, 5), "x").holds(when) is inside
+
+
 def test_favour_window_lifts_the_inside_and_leaves_the_rest():
     window = TimeWindow(DAY0, datetime(2026, 1, 5), "x")
     pool = [cand(1, 0.9, day=10), cand(2, 0.5, day=1), cand(3, 0.4, day=None), cand(4, 0.3, day=3)]

@@ -25,6 +25,8 @@ from recallfs.query.store import Store
 from recallfs.query.vector_meta import stored_model
 from recallfs.query.vector_write import embed_missing
 from recallfs.query.vectors import VectorIndexes, index_dir
+from recallfs.ranking.calibration import Z_FLOOR, standout_floor, weak_score
+from recallfs.ranking.stage_config import StageConfig
 from recallfs.scope.principal import Principal
 
 from conftest import fact, write_jsonl
@@ -171,6 +173,33 @@ def test_calibrated_scores_rate_standouts_and_the_other_arms_rows(store, minilm)
     for rid in extra:
         assert scored[rid] == pytest.approx(own[rid], abs=1e-5)
     assert unrelated not in scored
+
+
+def test_a_weak_lexical_match_lowers_the_standout_bar(store, minilm):
+    """Issue 14: when the lexical arm matched little, neighbours that stand out only modestly count as
+    semantic evidence instead of near-misses (ranking/calibration.standout_floor)."""
+    schema = store.schema_for(ME)
+    where, params = scope_clause(ME, schema)
+    arm = SemanticSearch(minilm)
+    question = "when must the annual taxes be filed"
+    full_bar = arm.search_calibrated(store, schema, "facts", question, where, params, 10,
+                                     z_floor=standout_floor(1.0))
+    low_bar = arm.search_calibrated(store, schema, "facts", question, where, params, 10,
+                                    z_floor=standout_floor(0.0))
+    assert set(low_bar) == set(full_bar)  # the same neighbours take part; only their shares move
+    assert all(low_bar[rid] >= full_bar[rid] for rid in full_bar)
+    lifted = [rid for rid in full_bar if full_bar[rid] <= weak_score(1.0) < low_bar[rid]]
+    assert lifted  # a near-miss under the full bar is evidence under the low one
+    assert max(low_bar, key=low_bar.get) == max(full_bar, key=full_bar.get)  # the standout stays first
+    # recall says which bar it used; the arm alone has none; the setting can hold the bar fixed
+    said = recall(store, ME, question, semantic=arm).stages["standout"]
+    assert said.startswith("z ") and "the lexical arm's best match" in said
+    paraphrase = recall(store, ME, "the revenue service wants its forms by mid spring", semantic=arm)
+    assert ", lowered: the lexical arm's best match is 0.1" in paraphrase.stages["standout"]  # a weak match
+    fixed = recall(store, ME, "the revenue service wants its forms by mid spring", semantic=arm,
+                   stages=StageConfig(standout_weak_z=Z_FLOOR))
+    assert fixed.stages["standout"].startswith("z 1.75 (")
+    assert "standout" not in recall(store, ME, question, arm="semantic", semantic=arm).stages
 
 
 def test_faiss_indexes_persist_and_follow_the_store(tmp_path, store, minilm):
