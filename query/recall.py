@@ -87,13 +87,14 @@ def recall(
     scope = _scope(store, principal, schema, req, candidates, trace)
     early, between = _overlap(req, scope, principal, handle, trace)
     asked = req.options.now or now or utc_now()
-    window = _named_window(req, stages or StageConfig(), asked)
+    stages = stages or StageConfig()
+    window = _named_window(req, stages, asked)
     fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k,
-                         between=between, cut=window is None, weak_z=(stages or StageConfig()).standout_weak_z)
+                         between=between, cut=window is None, weak_z=stages.standout_weak_z)
     authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace, early)
     if window is not None:  # cut once dates are known: past it, the memories of the named span stay
         authorized = best_per_table(authorized, scope.limit, keep=lambda c: window.holds(c.created_at))
-    config = floor_config(stages or StageConfig(), any_shared_word=words, alone=req.arm != "fused")
+    config = floor_config(stages, any_shared_word=words, alone=req.arm != "fused")
     replies = reply_links(scope, principal, authorized, rows, req.options, trace) if config.reply_weight > 0 else {}
     context = (context_cosines(scope, principal, authorized, req.options, None if trace.degraded else handle, semantic,
                                trace) if config.context_weight > 0 and req.calibrated else {})
