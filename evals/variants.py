@@ -59,7 +59,8 @@ def ablations() -> dict[str, Variant]:
                                   reply_weight=0.0, window_weight=0.0, context_weight=0.0, session_weight=0.0,
                                   collapse=False,
                                   recency="off", currentness=False)}
-    for weight in (0.2, 0.6):
+    for factor in (0.5, 1.5):  # around the default, whatever it is now (a fixed pair went stale once)
+        weight = round(default.session_weight * factor, 3)
         rows[f"session evidence at {weight:g}"] = {"arm": "fused", "stages": default.replace(session_weight=weight)}
     rows["session support from its best hit alone (breadth 0)"] = {
         "arm": "fused", "stages": default.replace(session_breadth=0.0)}

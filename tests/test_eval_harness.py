@@ -200,3 +200,20 @@ def test_markdown_of_an_ablation():
     assert "| variant | turn R@5 | turn R@10 | turn MRR | turn nDCG@10 | session R@5 |" in text
     assert "| default pipeline | 0.500 | 0.750 | 0.400 | 0.450 | 0.500 | 0.750 | 0.400 | 0.450 |" in text
     assert "skipped: rerank on: recall() has no rerank toggle yet" in text
+
+
+def test_every_ablation_row_measures_something_other_than_the_default():
+    """A row whose keywords amount to the default pipeline measures it twice and reads as "no effect"
+    (the session-evidence rows did, once the default weight moved onto one of their fixed values)."""
+    from recallfs.evals.variants import ablations
+    from recallfs.ranking.stage_config import StageConfig
+
+    def canonical(variant: dict[str, object]) -> tuple[object, ...]:
+        return (variant.get("arm", "fused"), variant.get("fusion"), repr(variant.get("weights")),
+                variant.get("stages", StageConfig()), repr(variant.get("options")))
+
+    rows = ablations()
+    default = canonical(rows["default pipeline"])
+    same = [name for name, variant in rows.items() if name != "default pipeline" and canonical(variant) == default]
+    assert same == []
+    assert len({canonical(v) for v in rows.values()}) == len(rows)  # nor do two rows measure one thing
