@@ -7,13 +7,15 @@ source of the modules that decide what a store holds (STORE_CODE less READ_PATH_
 Any change to those gives a new key, hence a fresh build; a fresh build prunes the cache to the
 KEEP newest stores of that data set. A store is built under a temporary name and
 renamed into place when complete, so an interrupted build never leaves a half store that a later run
-would trust.
+would trust. A build killed outright (SIGTERM runs no `finally`) leaves its temporary file behind; the
+next prune deletes those of builds whose process is gone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Callable
 from importlib import metadata
@@ -39,6 +41,8 @@ READ_PATH_MODULES = frozenset({
     "query/recall_request.py",
 })
 KEEP = 3  # cached stores kept per data set (each LoCoMo store with vectors is ~80 MB)
+# build_store's temporary name, and its WAL: `.<store>.building-<pid>[.wal]`.
+_BUILDING = re.compile(r"^\.(?P<store>.+)\.building-(?P<pid>\d+)(?:\.wal)?$")
 
 
 def cache_dir() -> Path:
@@ -124,4 +128,27 @@ def prune_cache(dataset: str, keep: int = KEEP, folder: Path | None = None) -> l
         path.unlink(missing_ok=True)
         Path(str(path) + ".wal").unlink(missing_ok=True)
         shutil.rmtree(str(path) + ".faiss", ignore_errors=True)
+    for leftover in abandoned_builds(folder):
+        leftover.unlink(missing_ok=True)
     return gone
+
+
+def abandoned_builds(folder: Path) -> list[Path]:
+    """The temporary files of builds whose process is gone (of any data set): a killed build's ~70 MB
+    would otherwise stay for good. A live process with that number keeps its files (it may be the build)."""
+    out = []
+    for path in folder.glob(".*.building-*"):
+        match = _BUILDING.match(path.name)
+        if match is not None and not _alive(int(match["pid"])):
+            out.append(path)
+    return sorted(out)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True

@@ -168,6 +168,38 @@ def test_prune_cache_keeps_the_newest(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-a.duckdb", "locomo-a.duckdb", "locomo-b.duckdb"]
 
 
+def test_prune_cache_removes_what_killed_builds_left(tmp_path: Path):
+    """A build killed mid-way (SIGTERM runs no finally) leaves `.<store>.building-<pid>` and its WAL;
+    the next prune deletes them, of any data set, but never those of a process still running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from recallfs.evals.store_cache import prune_cache
+
+    code = ("import sys, time; from pathlib import Path; from recallfs.evals.store_cache import build_store; "
+            "build_store(Path(sys.argv[1]), lambda: time.sleep(60) or [])")
+    child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "realmem-k.duckdb")])
+    building = tmp_path / f".realmem-k.duckdb.building-{child.pid}"
+    for _ in range(600):  # until the child has created its store
+        if building.exists():
+            break
+        child.poll()
+        assert child.returncode is None
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    child.wait(timeout=30)
+    assert building.exists()  # what a killed build leaves
+    (tmp_path / f"{building.name}.wal").write_bytes(b"wal")
+    mine = tmp_path / f".locomo-x.duckdb.building-{os.getpid()}"
+    mine.write_bytes(b"x")  # a build in progress: this process is alive
+    (tmp_path / "locomo-a.duckdb").write_bytes(b"x")
+    prune_cache("locomo", keep=2, folder=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [mine.name, "locomo-a.duckdb"]
+
+
 def test_store_key_follows_data_and_settings(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from recallfs.evals.store_cache import store_key
 
