@@ -38,7 +38,8 @@ READ_PATH_MODULES = frozenset({
     "query/arms.py", "query/staleness.py", "query/query_encoder.py", "query/semantic_query.py",
     "query/int8_scan.py", "query/gpu_search.py", "query/loading.py", "query/hot_rows.py", "query/onnx_query.py",
     "query/entity_card.py", "query/query_worker.py", "query/results.py", "query/query_embedding.py",
-    "query/recall_request.py",
+    "query/recall_request.py", "query/recall_scope.py", "query/context.py", "query/fallback.py", "query/replies.py",
+    "query/turn_order.py",
 })
 KEEP = 3  # cached stores kept per data set (each LoCoMo store with vectors is ~80 MB)
 # build_store's temporary name, and its WAL: `.<store>.building-<pid>[.wal]`.

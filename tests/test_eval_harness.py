@@ -213,6 +213,13 @@ def test_store_key_follows_data_and_settings(sample: Path, tmp_path: Path, monke
     assert store_key([other]) != first
 
 
+def test_the_read_path_modules_left_out_of_the_key_exist():
+    """A renamed module would silently join the key again (and rebuild every store on each edit)."""
+    from recallfs.evals.store_cache import READ_PATH_MODULES, REPO
+
+    assert [m for m in sorted(READ_PATH_MODULES) if not (REPO / m).is_file()] == []
+
+
 @pytest.mark.slow
 def test_semantic_and_fused_arms_run_when_the_arm_is_there(sample: Path, tmp_path: Path):
     pytest.importorskip("recallfs.query.semantic", reason="the semantic arm is not built")
