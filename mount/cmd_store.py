@@ -140,7 +140,13 @@ def _ingest_via_daemon(args: argparse.Namespace, cfg: Settings, org: str, ws: st
 
     payload = {"op": "ingest", "file": str(args.file.resolve()), "format": args.format, "org": org,
                "workspace": ws, "agent": agent}
-    reply = control.request(store_path(cfg), payload)
+    try:
+        reply = control.request(store_path(cfg), payload)
+    except control.DaemonBrokeOff as exc:
+        # The batch is one transaction, so it is all in or not at all, and the same ingest again finishes
+        # the job either way (stored rows are unchanged; missing vectors are embedded).
+        raise CliError(f"{exc}; whether {args.file} was ingested is unknown: run the same ingest again once "
+                       "the store is mounted again or unmounted (ingest is idempotent)") from None
     if reply is None:
         raise CliError("the mount daemon holding the store went away; run the command again")
     print(_ingested(args.file, reply["report"], " (through the mount daemon)"))

@@ -41,6 +41,11 @@ class ControlError(RuntimeError):
         self.code = code
 
 
+class DaemonBrokeOff(ControlError):
+    """The daemon took the request and gave no answer (it died, or the connection broke): whether a write
+    it was asked for happened is unknown to the client."""
+
+
 @dataclass(frozen=True, slots=True)
 class Peer:
     pid: int

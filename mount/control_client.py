@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from recallfs.mount.control_auth import ControlError, check_listener, check_socket_file
+from recallfs.mount.control_auth import ControlError, DaemonBrokeOff, check_listener, check_socket_file
 from recallfs.mount.registry import RuntimeDirError, socket_candidates
 
-__all__ = ["LOCK_WAIT_S", "ControlError", "open_unless_mounted", "request"]
+__all__ = ["LOCK_WAIT_S", "ControlError", "DaemonBrokeOff", "open_unless_mounted", "request"]
 LOCK_WAIT_S = 120.0  # how long a CLI command waits for a store another process holds
 
 
@@ -29,11 +29,12 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
     except RuntimeDirError as exc:
         raise ControlError(str(exc)) from None
     except OSError as exc:  # a daemon that broke off or timed out (the store is there; its daemon is not well)
-        raise ControlError(f"the daemon holding {store} did not answer: {exc.strerror or exc}") from None
+        raise DaemonBrokeOff(f"the daemon holding {store} did not answer: {exc.strerror or exc}") from None
     if raw is None:
         return None
     if not raw:
-        raise ControlError("the daemon closed the connection without an answer (see its log)")
+        raise DaemonBrokeOff("the daemon closed the connection without an answer (`recallfs status` says whether "
+                             "it still runs; see its log)")
     reply: dict[str, Any] = json.loads(raw)
     if not reply.get("ok"):
         raise ControlError(str(reply.get("error", "unknown error")), code=reply.get("code"))

@@ -296,6 +296,70 @@ def test_kill_9_then_recovery(fresh: Mount) -> None:
     assert os.listdir(fresh.path) == []
 
 
+def test_an_ingest_whose_daemon_dies_before_answering_says_so_and_loses_nothing(fresh: Mount, tmp_path: Path) -> None:
+    """A crash in the middle of `recallfs ingest` through the mount. The file is a FIFO: the CLI reads it
+    once, then the daemon opens it again and waits there for a writer, so the test knows the request is
+    in the daemon's hands when it kills it. The CLI says the ingest's fate is unknown and how to finish
+    it; the same ingest again writes it, once, and once more writes nothing."""
+    import threading
+
+    line = json.dumps(fact("heron-1", "The heron cluster moved to rack nine", id="f-heron")) + "\n"
+    fifo = tmp_path / "heron.jsonl"
+    os.mkfifo(fifo)
+
+    def feed() -> None:  # the CLI's own read of the file
+        with open(fifo, "w") as f:
+            f.write(line)
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    pid = fresh.mount_info()["pid"]
+    cli = subprocess.Popen([RECALLFS, "ingest", str(fifo)], env=fresh.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+
+    def holds_fifo(proc: int) -> bool:
+        for fd in Path(f"/proc/{proc}/fd").iterdir():
+            try:
+                if os.readlink(fd) == str(fifo):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    held: list[int] = []
+
+    def daemon_reading() -> bool:
+        """The CLI's own read is over and a reader waits on the FIFO: the daemon (a write end opens
+        without blocking only while a reader is there; it is kept open, so the daemon's read waits on)."""
+        if cli.poll() is not None:
+            return True
+        if holds_fifo(cli.pid):
+            return False
+        try:
+            held.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            return False
+        return True
+    try:
+        feeder.join(timeout=60)  # the CLI has opened the FIFO and been given the line
+        assert wait_until(daemon_reading, timeout=60)
+        assert cli.poll() is None, cli.communicate()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        for fd in held:
+            os.close(fd)
+    out, err = cli.communicate(timeout=60)
+    assert cli.returncode == 1, (out, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"whether {fifo} was ingested is unknown: run the same ingest again" in err, err
+    assert wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text())
+    fresh.cli("umount", str(fresh.path))
+    fifo.unlink()
+    data = write_jsonl(tmp_path / "heron.jsonl", [json.loads(line)])
+    assert "1 written" in fresh.cli("ingest", str(data)).stdout
+    again = fresh.cli("ingest", str(data)).stdout
+    assert "0 written" in again and "1 unchanged" in again
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signals_unmount_cleanly(tmp_path: Path, signum: int) -> None:
     env = base_env(tmp_path)
