@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from recallfs.query.query_syntax import RecallOptions
-from recallfs.ranking.calibration import Z_FLOOR
 
 Variant = dict[str, Any]  # keyword arguments for recall()
 
@@ -52,7 +51,7 @@ def ablations() -> dict[str, Variant]:
         if stage == "mmr":
             continue  # MMR only acts under a token budget: measured by the budget rows below
         toggled = default.toggled(stage)
-        rows[f"{stage} {'off' if _is_on(default, stage) else 'on'}"] = {"arm": "fused", "stages": toggled}
+        rows[f"{stage} {'off' if default.is_on(stage) else 'on'}"] = {"arm": "fused", "stages": toggled}
     rows["no shaping stages (plain fusion)"] = {
         "arm": "fused",
         "stages": default.replace(dedup=False, relevance_floor=0.0, floor_cosine=0.0, question_weight=1.0,
@@ -68,30 +67,6 @@ def ablations() -> dict[str, Variant]:
     rows["budget:1000 without MMR"] = {"arm": "fused", "options": RecallOptions(budget=1000),
                                        "stages": default.replace(mmr=False)}
     return rows
-
-
-def _is_on(config: Any, stage: str) -> bool:
-    if stage == "questions":
-        return bool(config.question_weight < 1)
-    if stage == "session":
-        return bool(config.session_weight > 0)
-    if stage == "replies":
-        return bool(config.reply_weight > 0)
-    if stage == "window":
-        return bool(config.window_weight > 0)
-    if stage == "standout":
-        return bool(config.standout_weak_z < Z_FLOOR)
-    if stage == "context":
-        return bool(config.context_weight > 0)
-    if stage == "recency":
-        return bool(config.recency != "off")
-    if stage == "bonuses":
-        return bool(config.tag_bonus > 0 or config.kind_bonus > 0)
-    if stage == "min_score":
-        return bool(config.min_score > 0)
-    if stage == "floor":
-        return bool(config.relevance_floor > 0 or config.floor_cosine > 0)
-    return bool(getattr(config, stage))
 
 
 def uses_semantic(variant: Variant) -> bool:

@@ -42,6 +42,8 @@ _RANGES: dict[str, tuple[float, float]] = {
 }
 
 
+# Stages switched by a boolean field of their own name.
+_SWITCHES = frozenset({"dedup", "rerank", "collapse", "currentness", "mmr", "near_misses"})
 # Stages switched by one number: stage -> (field, its value when off, the value toggling it on sets).
 _KNOBS: dict[str, tuple[str, float, float]] = {
     "standout": ("standout_weak_z", Z_FLOOR, Z_FLOOR_WEAK), "min_score": ("min_score", 0.0, 0.05),
@@ -97,21 +99,34 @@ class StageConfig:
     def replace(self, **changes: Any) -> StageConfig:
         return dataclasses.replace(self, **changes)
 
+    def is_on(self, stage: str) -> bool:
+        """Whether one stage of STAGES runs under this config (--ablate names its row by it)."""
+        if stage == "recency":
+            return self.recency != "off"
+        if stage == "bonuses":
+            return self.tag_bonus > 0 or self.kind_bonus > 0
+        if stage == "floor":
+            return self.relevance_floor > 0 or self.floor_cosine > 0
+        if stage in _KNOBS:
+            name, when_off, _ = _KNOBS[stage]
+            return bool(getattr(self, name) != when_off)
+        if stage in _SWITCHES:
+            return bool(getattr(self, stage))
+        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+
     def toggled(self, stage: str) -> StageConfig:
         """The config with one stage of STAGES flipped: what --ablate measures, row by row."""
+        on = self.is_on(stage)
         if stage == "recency":
-            return self.replace(recency="off" if self.recency != "off" else "auto")
+            return self.replace(recency="off" if on else "auto")
         if stage == "bonuses":
-            on = self.tag_bonus > 0 or self.kind_bonus > 0
             return self.replace(tag_bonus=0.0 if on else 0.1, kind_bonus=0.0 if on else 0.1)
         if stage == "floor":
-            if self.relevance_floor > 0 or self.floor_cosine > 0:
+            if on:
                 return self.replace(relevance_floor=0.0, floor_cosine=0.0)
             return self.replace(relevance_floor=DEFAULT_RELEVANCE_FLOOR or 0.03,
                                 floor_cosine=DEFAULT_FLOOR_COSINE or 0.3)
         if stage in _KNOBS:
             name, when_off, when_on = _KNOBS[stage]
-            return self.replace(**{name: when_on if getattr(self, name) == when_off else when_off})
-        if stage in ("dedup", "rerank", "collapse", "currentness", "mmr", "near_misses"):
-            return self.replace(**{stage: not getattr(self, stage)})
-        raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+            return self.replace(**{name: when_off if on else when_on})
+        return self.replace(**{stage: not on})

@@ -27,7 +27,17 @@ def test_toggled_flips_one_stage_and_back(stage):
     cfg = StageConfig()
     flipped = cfg.toggled(stage)
     assert flipped != cfg
+    assert flipped.is_on(stage) is not cfg.is_on(stage)  # the flip is what is_on reads
     assert flipped.toggled(stage) == cfg
+
+
+# The shipped pipeline: which stages run (README "Ranking"; --ablate names each row "<stage> off|on").
+OFF_BY_DEFAULT = {"rerank", "bonuses", "min_score"}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_which_stages_run_by_default(stage):
+    assert StageConfig().is_on(stage) is (stage not in OFF_BY_DEFAULT)
 
 
 @pytest.mark.parametrize(("changes", "message"), [
@@ -42,6 +52,8 @@ def test_bad_config_is_refused(changes, message):
         StageConfig(**changes)
     with pytest.raises(ValueError, match="unknown stage"):
         StageConfig().toggled("nonsense")
+    with pytest.raises(ValueError, match="unknown stage"):
+        StageConfig().is_on("nonsense")
 
 
 def test_empty_and_single():
