@@ -9,6 +9,7 @@ import functools
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterator
 
 from recallfs.query.ids import is_memory_id
 from recallfs.query.records import TYPE_TO_TABLE
@@ -29,28 +30,45 @@ class NameTooLong(ValueError):
 def slug(text: str, max_chars: int = 48, fallback: str = "memory") -> str:
     """Lower-case words joined by '-': 'Tests use nextest!' -> 'tests-use-nextest'. Never holds '--'.
     Text of symbols only ('👍') is named by their Unicode names ('thumbs-up-sign')."""
+    return _joined(_words(text), max_chars) or _joined(_words(symbol_names(text)), max_chars) or fallback
+
+
+def _joined(words: Iterator[str], max_chars: int) -> str:
+    """The first words that fit in `max_chars`, joined by '-' (a first word too long is cut). Reads no
+    further than it needs: a cold walk names every fact, and a fact can be thousands of words."""
     out = ""
-    for word in slug_words(text) or slug_words(symbol_names(text)):
+    for word in words:
         candidate = f"{out}-{word}" if out else word
         if len(candidate) > max_chars:
-            if not out:
-                out = word[:max_chars]
-            break
+            return out or word[:max_chars]
         out = candidate
-    return out or fallback
+    return out
 
 
 def slug_words(text: str) -> list[str]:
     """The words of `text`, lower-cased: letters and digits with the marks attached to them."""
-    words: list[str] = []
+    return list(_words(text))
+
+
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _words(text: str) -> Iterator[str]:
+    if text.isascii():  # ASCII is its own NFKC form, has no marks, and folds to itself: letters and digits
+        return (m.group().lower() for m in _ASCII_WORD.finditer(text))
+    return _unicode_words(text)
+
+
+def _unicode_words(text: str) -> Iterator[str]:
     current = ""
     for ch in unicodedata.normalize("NFKC", text).lower():
         if ch.isalnum() or (current and unicodedata.category(ch).startswith("M")):
             current += _fold(ch)
         elif current:
-            words.append(current)
+            yield current
             current = ""
-    return [*words, current] if current else words
+    if current:
+        yield current
 
 
 def _fold(ch: str) -> str:

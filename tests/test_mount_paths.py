@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import unicodedata
 
-from recallfs.mount import paths
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recallfs.mount import names, paths
 from recallfs.mount.names import (
     NameTooLong,
     decode_query,
@@ -153,6 +157,36 @@ def test_255_bytes_is_fine() -> None:
 def test_slug(text: str, expected: str) -> None:
     assert slug(text) == expected
     assert "--" not in slug(text)
+
+
+def _slug_by_the_definition(text: str, max_chars: int = 48, fallback: str = "memory") -> str:
+    """slug() as first written: every word of the NFKC text, then the first that fit."""
+    def words(s: str) -> list[str]:
+        out, current = [], ""
+        for ch in unicodedata.normalize("NFKC", s).lower():
+            if ch.isalnum() or (current and unicodedata.category(ch).startswith("M")):
+                current += names._fold(ch)
+            elif current:
+                out.append(current)
+                current = ""
+        return [*out, current] if current else out
+    out = ""
+    for word in words(text) or words(names.symbol_names(text)):
+        candidate = f"{out}-{word}" if out else word
+        if len(candidate) > max_chars:
+            out = out or word[:max_chars]
+            break
+        out = candidate
+    return out or fallback
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab Z9-_.!é\u0301ﬁ№ﾃﾞで한👍\n")), max_size=120), st.integers(1, 60))
+def test_slug_reads_only_the_words_it_needs_and_names_as_before(text: str, max_chars: int) -> None:
+    """The fast path (ASCII, and stopping at the first word that does not fit) names every text as
+    the definition does: a cold walk names each of 100k facts, some thousands of words long."""
+    assert slug(text, max_chars) == _slug_by_the_definition(text, max_chars)
+    assert slug(text * 50, max_chars) == _slug_by_the_definition(text * 50, max_chars)
 
 
 @pytest.mark.parametrize(("value", "suffix", "name"), [
