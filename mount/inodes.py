@@ -220,9 +220,21 @@ class InodeTable:
         readdir marks them again), and the caller tells the kernel to drop their listings."""
         wanted = set(deps)
         stale = [ino for ino, needs in self.listed.items() if needs & wanted]
-        for ino in stale:
-            del self.listed[ino]
+        self.forget_listings(stale)
         return stale
+
+    def forget_listings(self, inos: Iterable[int]) -> None:
+        """These directories' cached listings are about to be dropped: each gets a new mtime. Dropping a
+        listing drops its pages, and an empty listing has none, so the kernel would list a directory it
+        saw empty (facts/ before the first ingest, by-tag/ before the first tag) as empty for good; at
+        the next listing it compares the directory's mtime, asked again, with the one it cached under."""
+        now = time.time_ns()
+        for ino in inos:
+            self.listed.pop(ino, None)
+            node = self.nodes.get(ino)
+            if node is not None:
+                ns = max(now, node.attr.st_mtime_ns + 1)
+                node.attr.st_mtime_ns = node.attr.st_ctime_ns = ns
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -130,8 +130,7 @@ class Upkeep:
         no directory lock that a request in flight could hold and waits for no request. It must not
         queue behind an ingest's invalidate_entry either, which may be waiting for the lookup that
         waits here: hence its own limiter (tests/test_mount_cache.py, parallel readers)."""
-        for ino in inodes:
-            self.inodes.listed.pop(ino, None)
+        self.inodes.forget_listings(inodes)
         if self.kernel and inodes:
             await trio.to_thread.run_sync(_invalidate, list(inodes), [], limiter=self.listing_limiter)
         self.invalidations += len(inodes)

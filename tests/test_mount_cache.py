@@ -115,6 +115,29 @@ def test_an_ingest_changes_every_warm_listing_it_touches(mounted: Mount, tmp_pat
     assert "late heron turn" in (m / "sessions" / "2026-07-01-standup" / "transcript.md").read_text()
 
 
+def test_a_directory_listed_empty_shows_what_a_later_ingest_adds(tmp_path: Path) -> None:
+    """An agent's first `ls` in a new workspace, then its first writes. The kernel drops a cached listing
+    with its pages, and an empty one has none: facts/ listed before the first ingest stayed empty for good
+    (and facts/by-tag/ before the first tag), until the daemon gave a changed directory a new mtime."""
+    elsewhere = [{**r, "workspace": "acme/elsewhere"} for r in SAMPLE]  # the store exists; this workspace is empty
+    for mount in serve(tmp_path, elsewhere):
+        m = mount.path
+        dirs = ["facts", "facts/by-kind", "facts/by-tag", "entities", "history", "sessions"]
+        assert {d: os.listdir(m / d) for d in dirs} == {d: [] for d in dirs}
+        assert {d: os.listdir(m / d) for d in dirs} == {d: [] for d in dirs}  # from the kernel's cache now
+        mount.cli("ingest", str(write_jsonl(tmp_path / "first.jsonl", [
+            fact("first-1", "Maya prefers green tea", id="f-first", kind="preference", entity="maya")])))
+        assert sorted(os.listdir(m / "facts")) == ["by-kind", "by-tag", "maya-prefers-green-tea--f-first.md"]
+        assert os.listdir(m / "facts" / "by-kind") == ["preference"]
+        assert os.listdir(m / "facts" / "by-tag") == []  # still no tag: listed empty again
+        assert os.listdir(m / "entities") == ["maya.md"] and os.listdir(m / "history") == ["f-first"]
+        mount.cli("ingest", str(write_jsonl(tmp_path / "second.jsonl", [
+            fact("second-1", "Maya moved to Oslo", tags=["moves"]),
+            turn("2026-06-01-chat", 0, "maya", "I moved to Oslo")])))
+        assert os.listdir(m / "facts" / "by-tag") == ["moves"]
+        assert os.listdir(m / "sessions") == ["2026-06-01-chat"]
+
+
 def test_recall_listing_and_expiry(mounted: Mount) -> None:
     m = mounted.path
     assert os.listdir(m / "recall") == os.listdir(m / "recall") == ["README.md"]
