@@ -18,6 +18,10 @@ NAME_MAX = 255
 # '/' cannot appear in a file name. Stored values (tags, sessions, entities) show it as U+2215
 # DIVISION SLASH, which looks the same; in recall queries both that and %2F mean '/'.
 SLASH_STANDIN = "\u2215"
+# A name starting with '.' is hidden, and the mount answers no lookup of one (tools probe .git, .gitignore
+# and .rgignore in every directory). A stored value starting with '.' (a session ".notes", a tag ".wip")
+# therefore starts with U+2024 ONE DOT LEADER instead, which looks the same.
+DOT_STANDIN = "\u2024"
 _PERCENT_SLASH = re.compile(r"%2f", re.I)
 
 TABLE_SINGULAR = {table: singular for singular, table in TYPE_TO_TABLE.items()}  # "facts" -> "fact"
@@ -98,11 +102,14 @@ def fits(name: str) -> bool:
 def encode_value(value: str, suffix: str = "") -> str:
     """A stored value (tag, kind, session, entity) as a file name (plus `suffix`, e.g. '.md').
 
-    '/' shows as U+2215; NUL is dropped; '.' and '..' get a trailing '_'; a name over 255 bytes is cut
-    and ends in '~' and a short hash of the whole value, so distinct values keep distinct names."""
+    '/' shows as U+2215; NUL is dropped; a leading '.' shows as U+2024 (so '.' and '..' are names too);
+    "" is '_'; a name over 255 bytes is cut and ends in '~' and a short hash of the whole value, so
+    distinct values keep distinct names."""
     name = value.replace("/", SLASH_STANDIN).replace("\0", "")
-    if name in ("", ".", ".."):
-        name += "_"
+    if name.startswith("."):
+        name = DOT_STANDIN + name[1:]
+    if name == "":
+        name = "_"
     if fits(name + suffix):
         return name + suffix
     digest = "~" + hashlib.sha1(value.encode()).hexdigest()[:10]
@@ -119,8 +126,10 @@ def decode_value(name: str, suffix: str = "") -> str | None:
         name = name[: -len(suffix)]
     if re.search(r"~[0-9a-f]{10}$", name) and len(name.encode()) >= NAME_MAX - len(suffix) - 11:
         return None
-    if name.endswith("_") and name[:-1] in ("", ".", ".."):
-        name = name[:-1]
+    if name == "_":
+        name = ""
+    if name.startswith(DOT_STANDIN):
+        name = "." + name[1:]
     return name.replace(SLASH_STANDIN, "/")
 
 

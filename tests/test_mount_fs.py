@@ -130,6 +130,30 @@ def test_sessions(sample: Mount) -> None:
     assert sorted(Path(p).name for p in rg) == ["0001-atlas.md", "summary.md", "transcript.md"]
 
 
+def test_values_starting_with_a_dot_are_paths_that_open_cold(tmp_path: Path) -> None:
+    """A session ".notes", a tag ".wip", a kind ".odd", an entity ".secret", tags "." and "..": each is
+    listed under a name that opens without listing its directory first (a hidden name resolved to
+    nothing, so `cat sessions/.notes/transcript.md` was ENOENT although `ls sessions/` showed .notes)."""
+    env = base_env(tmp_path)
+    build_store(tmp_path, [
+        fact("dot-1", "A fact with dotted values", id="f-dots", tags=[".wip", ".", ".."],
+             kind=".odd", entity=".secret"),
+        turn(".notes", 0, "maya", "a turn in a dotted session")], env)
+    mount = start_mount(tmp_path, env)
+    try:
+        m = mount.path
+        assert "a turn in a dotted session" in (m / "sessions" / "\u2024notes" / "transcript.md").read_text()
+        assert os.listdir(m / "facts" / "by-tag" / "\u2024wip") == ["a-fact-with-dotted-values--f-dots.md"]
+        assert sh("cat", str(m / "entities" / "\u2024secret.md")).stdout.count("A fact with dotted values") == 1
+        assert os.listdir(m / "facts" / "by-kind" / "\u2024odd")
+        assert sorted(os.listdir(m / "facts" / "by-tag")) == ["\u2024", "\u2024.", "\u2024wip"]
+        assert all(os.listdir(m / "facts" / "by-tag" / name) for name in ("\u2024", "\u2024."))
+        found = sh("find", str(m), "-name", "*\u2024*").stdout.splitlines()
+        assert len(found) == 6, found  # ․notes, ․secret.md, ․odd, and the three tags
+    finally:
+        stop_mount(mount)
+
+
 def test_recall_directory(sample: Mount) -> None:
     q = sample.path / "recall" / "flaky windows test"
     names = sh("ls", f"{q}/").stdout.split("\n")

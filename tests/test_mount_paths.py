@@ -192,8 +192,10 @@ def test_slug_reads_only_the_words_it_needs_and_names_as_before(text: str, max_c
 @pytest.mark.parametrize(("value", "suffix", "name"), [
     ("ci", "", "ci"),
     ("area/ci", "", "area\u2215ci"),
-    (".", "", "._"),
-    ("..", "", ".._"),
+    (".", "", "\u2024"),
+    ("..", "", "\u2024."),
+    (".wip", "", "\u2024wip"),  # a hidden name would answer no lookup
+    (".secret", ".md", "\u2024secret.md"),
     ("", "", "_"),
     ("Caroline", ".md", "Caroline.md"),
     ("nul\0byte", "", "nulbyte"),
@@ -202,10 +204,20 @@ def test_encode_value(value: str, suffix: str, name: str) -> None:
     assert encode_value(value, suffix) == name
 
 
-@pytest.mark.parametrize("value", ["ci", "area/ci", ".", "..", "Caroline", "session 1/2"])
+@pytest.mark.parametrize("value", ["ci", "area/ci", ".", "..", ".notes", "..x", "Caroline", "session 1/2", ""])
 def test_decode_value_inverts_encode(value: str) -> None:
     assert decode_value(encode_value(value, ".md"), ".md") == value
     assert decode_value(encode_value(value)) == value
+
+
+@pytest.mark.parametrize("value", [".notes", ".", "..", ".git", "/x", "a"])
+def test_every_value_names_a_path_that_resolves(value: str) -> None:
+    """A stored value never becomes a hidden name: the mount resolves no hidden name (a session ".notes"
+    was listed in sessions/ and gave ENOENT to `cat sessions/.notes/transcript.md`)."""
+    name = encode_value(value)
+    assert resolve(("sessions", name)) == paths.Match(Kind.SESSION, {"session_name": name})
+    assert resolve(("facts", "by-tag", name)) is not None
+    assert resolve(("entities", encode_value(value, ".md"))) is not None
 
 
 def test_long_values_are_cut_and_stay_distinct() -> None:
