@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 
-MEMORY_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
-MEMORY_ID_RULE = "1-64 letters, digits, '.', '_' or '-'"  # the rule in words, for error messages
+# Not starting with '.': an id names the directory history/<id>/, and the mount resolves no hidden name
+# (".." would not even be a name).
+MEMORY_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+MEMORY_ID_RULE = "1-64 letters, digits, '.', '_' or '-', not starting with '.'"  # for error messages
 
 
 def is_memory_id(text: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import pytest
@@ -63,6 +64,15 @@ def test_content_hash_changes_with_content_only():
     b = parse_record(base, org="o", workspace="w", agent="x")
     c = parse_record({**base, "content": "b"}, org="o", workspace="w", agent="x")
     assert a.content_hash == b.content_hash != c.content_hash
+
+
+@pytest.mark.parametrize("key", ["id", "supersedes", "superseded_by"])
+@pytest.mark.parametrize("value", [".hidden", "..", "."])
+def test_an_id_starting_with_a_dot_is_refused(key, value):
+    # history/<id>/ would be a hidden name, which the mount resolves to nothing ("..": not a name at all)
+    record = {"type": "fact", "source_id": "f", "content": "a", "created_at": "2026-01-01", key: value}
+    with pytest.raises(RecordError, match=f"{key}: '{re.escape(value)}' must be .* not starting with '.'"):
+        parse_record(record, org="o", workspace="w", agent="a")
 
 
 @pytest.mark.parametrize("key", ["id", "supersedes", "superseded_by"])
