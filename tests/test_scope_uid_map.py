@@ -181,3 +181,18 @@ def test_two_agents_remember_at_once_each_as_itself(mapped: Mount) -> None:
     assert same.returncode == 0, same.stderr
     held.wait(30)
     assert [n for n in as_user("auditor", "ls", f"{m}/facts").stdout.split() if "same-name-heron" in n]
+
+
+def test_one_agents_recall_queries_are_not_listed_to_another(mapped: Mount) -> None:
+    """recall/ lists the recent queries as names: an auditor's question is itself a memory of sorts
+    ("plover payroll vault"), and the reader's recall/ must never show it, nor its hits."""
+    m = mapped.path
+    assert as_user("auditor", "ls", f"{m}/recall/plover payroll vault/").returncode == 0
+    assert "plover payroll vault" in as_user("auditor", "ls", f"{m}/recall/").stdout
+    reader = as_user("reader", "ls", f"{m}/recall/")
+    assert reader.returncode == 0 and reader.stdout.split() == ["README.md"]
+    walked = as_user("reader", "find", f"{m}/recall")
+    assert "payroll" not in walked.stdout + walked.stderr
+    # The reader asking the same question runs its own recall, on what it may read.
+    hits = as_user("reader", "cat", f"{m}/recall/plover payroll vault/results.json").stdout
+    assert "f-plover" in hits and not any(h in hits for h in EXPECTED["auditor"] - EXPECTED["reader"])
