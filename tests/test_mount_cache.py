@@ -200,15 +200,26 @@ def test_parallel_readers_during_ingests(mounted: Mount, tmp_path: Path) -> None
     for t in threads:
         t.start()
     markers = []
+    stale: list[str] = []
     for n in range(4):
         marker = f"parallelmarker{n}"
         mounted.cli("ingest", str(write_jsonl(tmp_path / f"p{n}.jsonl", [
-            fact(f"par-{n}", f"heron parallel fact {marker}", id=f"f-par-{n}", kind="decision"),
+            fact(f"par-{n}", f"heron parallel fact {marker}", id=f"f-par-{n}", kind="decision", tags=[f"par{n}"]),
             turn(f"2026-07-0{1 + n}-standup", 300 + n, "maya", f"heron {marker} turn")])))
         markers.append(marker)
+        # Once the ingest is answered, the readers' warm listings already show it.
+        name = f"heron-parallel-fact-{marker}--f-par-{n}.md"
+        for d in ("facts", "facts/by-kind/decision", f"facts/by-tag/par{n}"):
+            if name not in os.listdir(m / d):
+                stale.append(f"{d} after ingest {n}")
+        if f"par{n}" not in os.listdir(m / "facts" / "by-tag"):
+            stale.append(f"facts/by-tag after ingest {n}")
+        turns = os.listdir(m / "sessions" / f"2026-07-0{1 + n}-standup" / "turns")
+        if not any(t.startswith(f"{300 + n:04d}-") for t in turns):
+            stale.append(f"turns after ingest {n}")
     for t in threads:
         t.join()
-    assert failures == []
+    assert failures == [] and stale == []
     text = sh("grep", "-r", "parallelmarker", str(m / "facts"), str(m / "sessions")).stdout
     assert all(text.count(marker) >= 3 for marker in markers), text  # fact, transcript, turn
     detail = mounted.mount_info()["detail"]
