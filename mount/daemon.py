@@ -131,13 +131,16 @@ async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str,
         await ops.refresh_semantic()
         nursery.start_soon(_serve_fuse, stop)
         if inbox is not None:  # mounted over inbox/ while this loop serves the lookup it makes
+            ops.report_inbox(inbox.state)
             problem = await inbox.start()
             if problem:
                 log.error("inbox/ stays read-only: %s", problem)
+            nursery.start_soon(inbox.keep)
         ready.ok()
         log.info("serving %s", what)
         await stop.wait()
         if inbox is not None:  # unmounted first, while this loop still serves (it is under the mount)
+            inbox.unwatch()
             await trio.to_thread.run_sync(inbox.stop)
         nursery.cancel_scope.cancel()
 

@@ -90,6 +90,7 @@ def verdict(
     semantic_reason: str | None,
     semantic_stuck_s: float = 0.0,
     repairs: Iterable[dict[str, Any]] = (),
+    inbox: tuple[str | None, str | None] = (None, None),
 ) -> Verdict:
     """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any) and
     `stale` (why a lake's replica may lack the newest writes)."""
@@ -117,9 +118,14 @@ def verdict(
                         "RECALLFS_MODEL_LOAD_TIMEOUT_S (a hung file system?); recall is lexical only")
     index_problems, index_notes = index_state(repairs)
     degraded.extend(index_problems)
+    inbox_problem, inbox_note = inbox  # why inbox/ takes no writes now; that its process was started again
+    if inbox_problem:
+        degraded.append(f"inbox/ takes no writes: {inbox_problem}")
     if store.get("reopens"):
         notes.append(f"reopened the database {store['reopens']} time(s) after a DuckDB fatal error "
                      f"(last at {_when(store.get('last_fatal_at'))}: {store.get('last_fatal')}); nothing was lost")
     notes.extend(index_notes)
+    if inbox_note:
+        notes.append(inbox_note)
     state = "failing" if failing else "degraded" if degraded else "ok"
     return Verdict(state, failing + degraded, notes)

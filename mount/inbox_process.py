@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import trio
@@ -25,6 +26,8 @@ from recallfs.mount import registry
 log = logging.getLogger("recallfs.mount")
 START_S = 30.0  # how long the mount waits for its inbox to appear (an import of pyfuse3 and trio)
 STOP_S = 10.0
+WATCH_S = 1.0  # how often the daemon looks whether its inbox process is alive
+RETRY_S = 10.0  # after a start that failed
 _PR_SET_PDEATHSIG = 1
 
 
@@ -40,6 +43,16 @@ class InboxProcess:
                      *(["allow_other"] if allow_other else [])]
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
+        self.problem: str | None = None  # why inbox/ takes no writes now (health: degraded)
+        self.note: str | None = None  # that the process died and was started again (health: a note)
+        self.restarts = 0
+        self._watch = trio.CancelScope()  # keep(), cancelled before the inbox is stopped
+
+    def state(self) -> tuple[str | None, str | None]:
+        """(problem, note) for the health verdict: a death is reported at once, before `keep` sees it."""
+        if self.problem is None and self.proc is not None and self.proc.poll() is not None:
+            return f"the inbox process exited with status {self.proc.returncode}", self.note
+        return self.problem, self.note
 
     def mounted(self) -> bool:
         return registry.mount_type(self.path) == "fuse.recallfs"
@@ -53,6 +66,10 @@ class InboxProcess:
     async def start(self) -> str | None:
         """Start it and wait for its mount; None when it serves, else why not (the mount serves anyway,
         with inbox/ read-only)."""
+        self.problem = await self._start()
+        return self.problem
+
+    async def _start(self) -> str | None:
         self.spawn()
         assert self.proc is not None
         deadline = time.monotonic() + START_S
@@ -64,6 +81,41 @@ class InboxProcess:
             await trio.sleep(0.05)
         return f"the inbox did not mount in {START_S:.0f} s (see {self.log_path})"
 
+    async def keep(self) -> None:
+        """Start the inbox again whenever its process dies (killed, out of memory): until then a write to
+        inbox/ fails with ENOTCONN and a walk of the mount meets an unreadable directory, which health
+        says (degraded) for as long as it lasts. Runs until `unwatch`."""
+        failures = 0
+        with self._watch:
+            while True:
+                await trio.sleep(WATCH_S)
+                if self.proc is None or self.proc.poll() is None:
+                    continue
+                status = self.proc.returncode
+                self.problem = f"the inbox process exited with status {status}; starting it again"
+                log.error("inbox/ takes no writes: %s", self.problem)
+                await trio.to_thread.run_sync(self._detach)  # the dead one's mount (ENOTCONN) first
+                if await self.start() is None:
+                    failures = 0
+                    self.restarts += 1
+                    self.note = (f"the inbox process was started again {self.restarts} time(s), last at "
+                                 f"{datetime.now().isoformat(timespec='seconds')} after it exited with status {status}")
+                    log.info("inbox/ serves again: %s", self.note)
+                else:
+                    failures += 1
+                    log.error("inbox/ takes no writes: %s", self.problem)
+                    await trio.sleep(min(RETRY_S * 2 ** failures, 300.0))
+
+    def unwatch(self) -> None:
+        """No more restarts: the mount is stopping (trio thread)."""
+        self._watch.cancel()
+
+    def _detach(self) -> None:
+        if self.mounted():
+            ok, problem = registry.lazy_unmount(self.path)
+            if not ok:
+                log.warning("could not unmount the inbox at %s: %s", self.path, problem)
+
     def stop(self) -> None:
         """SIGTERM (it unmounts itself), then whatever is left detached. Blocking: called once the loop is
         done serving."""
@@ -74,7 +126,4 @@ class InboxProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.mounted():
-            ok, problem = registry.lazy_unmount(self.path)
-            if not ok:
-                log.warning("could not unmount the inbox at %s: %s", self.path, problem)
+        self._detach()

@@ -247,6 +247,10 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
     async def refresh_health(self) -> None:
         await self.upkeep.refresh_health()
 
+    def report_inbox(self, state: Callable[[], tuple[str | None, str | None]]) -> None:
+        """Where the health verdict reads the inbox process's state (mount/inbox_process.py)."""
+        self.upkeep.inbox_state = state
+
     def verdict(self) -> Verdict:
         return self.upkeep.verdict()
 

@@ -68,6 +68,8 @@ class Upkeep:
         self.invalidations = 0
         self.semantic_stuck_s = 0.0  # how long the model has been loading past its load timeout
         self.health_digest: tuple[str, ...] = ("ok",)  # the verdict index.md was last rendered with
+        # (problem, note) of the inbox's own process (mount/inbox_process.py), where the daemon runs one
+        self.inbox_state: Callable[[], tuple[str | None, str | None]] = lambda: (None, None)
 
     def token(self) -> tuple[Any, ...]:
         """What cached listings and recall results depend on, besides their own key."""
@@ -156,7 +158,8 @@ class Upkeep:
         """Whether this daemon can serve (mount/health.py)."""
         return verdict(store=self.store_state(), recent_errors=self.stats.recent.count(),
                        last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
-                       semantic_stuck_s=self.semantic_stuck_s, repairs=index_health()["recent_index_repairs"])
+                       semantic_stuck_s=self.semantic_stuck_s, repairs=index_health()["recent_index_repairs"],
+                       inbox=self.inbox_state())
 
     async def refresh_health(self) -> None:
         """On a change of the verdict, index.md (which shows it) is stale."""

@@ -214,6 +214,10 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
         for view in self.views:
             await view.refresh_health()
 
+    def report_inbox(self, state: Callable[[], tuple[str | None, str | None]]) -> None:
+        for view in self.views:
+            view.report_inbox(state)
+
     def verdict(self) -> Verdict:
         """The worst view's verdict: the views share one store and one daemon."""
         order = {"ok": 0, "degraded": 1, "failing": 2}

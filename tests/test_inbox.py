@@ -147,6 +147,36 @@ def test_everything_outside_inbox_stays_read_only(mounted: Mount) -> None:
     assert proc.returncode != 0, proc.stderr
 
 
+def test_an_inbox_process_that_dies_is_started_again_and_health_says_so(tmp_path: Path) -> None:
+    """kill -9 of the inbox's own process (the OOM killer, an operator): inbox/ was left as a dead FUSE
+    mount (ENOTCONN for every write, and `find` over the mount failed on it) while health said ok. The
+    daemon reports it at once (degraded), detaches the dead mount, starts the inbox again, and health then
+    notes the restart."""
+    env = base_env(tmp_path)
+    build_store(tmp_path, SAMPLE, env)
+    mount = start_mount(tmp_path, env)
+    try:
+        def health() -> dict:
+            return json.loads(mount.cli("status", "--json").stdout)["mounts"][0]["detail"]["health"]
+
+        pid = int(subprocess.run(["pgrep", "-f", f"inbox_main .* {mount.path}/inbox"], capture_output=True,
+                                 text=True).stdout.split()[0])
+        os.kill(pid, signal.SIGKILL)
+        seen = health()  # reported at once, or already started again (a restart takes about a second)
+        assert (seen["state"] == "degraded" and "inbox/ takes no writes" in seen["problems"][0]) or seen["notes"], seen
+
+        def remembered() -> bool:
+            proc = sh("echo 'The inbox came back after a kill' > inbox/back.md", mount.path)
+            return proc.returncode == 0
+        assert wait_until(remembered, timeout=60)
+        assert facts_named(mount, "the-inbox-came-back-after-a-kill")
+        assert subprocess.run(["find", str(mount.path)], capture_output=True, timeout=120).returncode == 0
+        after = health()
+        assert after["state"] == "ok" and any("started again 1 time(s)" in n for n in after["notes"]), after
+    finally:
+        stop_mount(mount)
+
+
 def test_a_policy_that_denies_writes_gets_eacces(tmp_path: Path) -> None:
     env = base_env(tmp_path)
     build_store(tmp_path, SAMPLE, env)
