@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ import trio
 
 from recallfs.mount.control_auth import Access, ControlError, peer_of
 from recallfs.mount.control_options import options_from_payload
+from recallfs.mount.control_socket import serve_socket
 from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
@@ -57,17 +57,7 @@ class ControlServer:
         self.access = Access(os.geteuid(), dict(uid_map or {}), principal)
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        # The mode is set at bind through the umask: a chmod afterwards would leave a window.
-        old_umask = os.umask(0o777 & ~self.access.socket_mode)
-        try:
-            await sock.bind(str(path))
-        finally:
-            os.umask(old_umask)
-        sock.listen(32)
-        listener = trio.SocketListener(sock)
-        task_status.started()
-        await trio.serve_listeners(self._handle, [listener])
+        await serve_socket(path, self.access.socket_mode, self._handle, task_status=task_status)
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         # Everything is caught: an exception here would end serve_listeners and with it the daemon.
@@ -215,3 +205,4 @@ class ControlServer:
             if schema is not None:
                 out[f"{org}/{ws}"] = store.table_counts(schema)
         return out
+
