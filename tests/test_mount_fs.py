@@ -154,18 +154,6 @@ def test_values_starting_with_a_dot_are_paths_that_open_cold(tmp_path: Path) -> 
         stop_mount(mount)
 
 
-def test_a_removed_control_socket_is_bound_again(sample: Mount, tmp_path: Path) -> None:
-    """`rm <store>.sock` (a cleaner, a careless script): every `recallfs ingest` then took the store for
-    unmounted and met its lock, and a `recallfs recall` waited 120 s for it. The daemon binds it again."""
-    sock = Path(str(sample.store) + ".sock")
-    sock.unlink()
-    assert wait_until(sock.exists, timeout=30)
-    assert oct(sock.stat().st_mode & 0o777) == "0o600"
-    data = write_jsonl(tmp_path / "again.jsonl", [fact("sock-1", "The socket came back", id="f-sock")])
-    assert "through the mount daemon" in sample.cli("ingest", str(data)).stdout
-    assert any(n.endswith("--f-sock.md") for n in os.listdir(sample.path / "facts"))
-
-
 def test_recall_directory(sample: Mount) -> None:
     q = sample.path / "recall" / "flaky windows test"
     names = sh("ls", f"{q}/").stdout.split("\n")
@@ -263,6 +251,18 @@ def fresh(tmp_path: Path):
     mount = start_mount(tmp_path, env)
     yield mount
     stop_mount(mount)
+
+
+def test_a_removed_control_socket_is_bound_again(fresh: Mount, tmp_path: Path) -> None:
+    """`rm <store>.sock` (a cleaner, a careless script): every `recallfs ingest` then took the store for
+    unmounted and met its lock, and a `recallfs recall` waited 120 s for it. The daemon binds it again."""
+    sock = Path(str(fresh.store) + ".sock")
+    sock.unlink()
+    assert wait_until(sock.exists, timeout=30)
+    assert oct(sock.stat().st_mode & 0o777) == "0o600"
+    data = write_jsonl(tmp_path / "again.jsonl", [fact("sock-1", "The socket came back", id="f-sock")])
+    assert "through the mount daemon" in fresh.cli("ingest", str(data)).stdout
+    assert any(n.endswith("--f-sock.md") for n in os.listdir(fresh.path / "facts"))
 
 
 def test_ingest_while_mounted_shows_at_once(fresh: Mount, tmp_path: Path) -> None:
