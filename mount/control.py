@@ -205,4 +205,3 @@ class ControlServer:
             if schema is not None:
                 out[f"{org}/{ws}"] = store.table_counts(schema)
         return out
-
