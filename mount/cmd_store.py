@@ -156,6 +156,9 @@ def _ingest_via_daemon(args: argparse.Namespace, cfg: Settings, org: str, ws: st
 def _ingested(path: Path, summary: dict[str, Any], how: str = "") -> str:
     repaired = summary.get("fts_repaired") or []
     tail = f"; repaired the full-text index of {', '.join(repaired)}" if repaired else ""
+    left = summary.get("embedded", 0) - summary["written"]  # rows an earlier ingest stopped before embedding
+    if left > 0:
+        tail += f"; embedded {left:,} rows an earlier ingest left without vectors"
     historical = summary.get("historical", 0)
     older = f", {historical} older than their memory's current version: history only" if historical else ""
     return (f"ingested {path}: {summary['written']} written ({summary['new_versions']} new versions{older}), "

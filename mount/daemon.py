@@ -119,25 +119,30 @@ async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str,
     import trio
 
     from recallfs.mount.lake_follow import follow_lake
+    from recallfs.mount.vector_backlog import VectorBacklog, embed_backlog
 
     ops.store.loop_thread = threading.get_ident()
     stop = trio.Event()
+    backlog = VectorBacklog()
+    ops.report("vectors", backlog.state)
     async with trio.open_nursery() as nursery:
         await nursery.start(control.serve, sock_path)
         nursery.start_soon(_watch_signals, stop)
         nursery.start_soon(_poll_state, ops)
-        if backend.kind == "ducklake":
-            nursery.start_soon(follow_lake, ops, backend, control.embedder())
+        if backend.kind == "ducklake":  # embeds its backlog first
+            nursery.start_soon(follow_lake, ops, backend, control.embedder(), backlog)
         await ops.refresh_semantic()
         nursery.start_soon(_serve_fuse, stop)
         if inbox is not None:  # mounted over inbox/ while this loop serves the lookup it makes
-            ops.report_inbox(inbox.state)
+            ops.report("inbox", inbox.state)
             problem = await inbox.start()
             if problem:
                 log.error("inbox/ stays read-only: %s", problem)
             nursery.start_soon(inbox.keep)
         ready.ok()
         log.info("serving %s", what)
+        if backend.kind != "ducklake":  # rows an ingest stopped before embedding (killed, power cut)
+            nursery.start_soon(embed_backlog, ops, control.embedder(), backlog)
         await stop.wait()
         if inbox is not None:  # unmounted first, while this loop still serves (it is under the mount)
             inbox.unwatch()

@@ -91,6 +91,7 @@ def verdict(
     semantic_stuck_s: float = 0.0,
     repairs: Iterable[dict[str, Any]] = (),
     inbox: tuple[str | None, str | None] = (None, None),
+    vectors: tuple[str | None, str | None] = (None, None),
 ) -> Verdict:
     """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any) and
     `stale` (why a lake's replica may lack the newest writes)."""
@@ -121,11 +122,13 @@ def verdict(
     inbox_problem, inbox_note = inbox  # why inbox/ takes no writes now; that its process was started again
     if inbox_problem:
         degraded.append(f"inbox/ takes no writes: {inbox_problem}")
+    vectors_problem, vectors_note = vectors  # rows left without vectors, embedded at start (vector_backlog.py)
+    if vectors_problem:
+        degraded.append(vectors_problem)
     if store.get("reopens"):
         notes.append(f"reopened the database {store['reopens']} time(s) after a DuckDB fatal error "
                      f"(last at {_when(store.get('last_fatal_at'))}: {store.get('last_fatal')}); nothing was lost")
     notes.extend(index_notes)
-    if inbox_note:
-        notes.append(inbox_note)
+    notes.extend(note for note in (inbox_note, vectors_note) if note)
     state = "failing" if failing else "degraded" if degraded else "ok"
     return Verdict(state, failing + degraded, notes)

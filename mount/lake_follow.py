@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from recallfs.query.ingest import IngestReport
+from recallfs.mount.vector_backlog import VectorBacklog, embed_backlog
 
 log = logging.getLogger(__name__)
 
@@ -21,11 +21,13 @@ POLL_S = 0.5
 RETRY_S = 2.0  # while the lake is unreachable: each try may wait for a connect timeout
 
 
-async def follow_lake(ops: Any, backend: Any, embedder: Any) -> None:
+async def follow_lake(ops: Any, backend: Any, embedder: Any, backlog: VectorBacklog) -> None:
     """Never returns, and never raises: a failure is logged and the next poll tries again (an exception
-    here would end the daemon's nursery, and with it the mount)."""
+    here would end the daemon's nursery, and with it the mount). First the rows replayed before the model
+    was up (the daemon's start replays without embedding) get their vectors; until then the lexical arm
+    finds them."""
     store = ops.store
-    await _embed_backlog(ops, store, embedder)
+    await embed_backlog(ops, embedder, backlog, replayed=True)
     down = store.stale is not None
     while True:
         try:
@@ -52,22 +54,3 @@ async def _poll(ops: Any, backend: Any, store: Any, embedder: Any, down: bool) -
     if moved or down != (store.stale is not None):
         await ops.refresh_health()
     return store.stale is not None
-
-
-async def _embed_backlog(ops: Any, store: Any, embedder: Any) -> None:
-    """Rows replayed before the model was up (the daemon's start replays without embedding) get their
-    vectors now; until then the lexical arm finds them."""
-    from recallfs.query.ingest_file import embed_new_rows
-
-    if embedder is None or store.read_only:
-        return
-
-    def embed() -> IngestReport:  # on the writer thread: DuckDB is never called on the trio thread
-        report = IngestReport(partitions=set(store.workspaces()))
-        log.info("embedded %d rows replayed from the lake", embed_new_rows(store, report, embedder=embedder))
-        return report
-
-    try:
-        await ops.write_store(embed)
-    except Exception:
-        log.exception("could not embed the rows replayed from the lake; `recallfs reindex` embeds them")

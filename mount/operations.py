@@ -247,9 +247,10 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
     async def refresh_health(self) -> None:
         await self.upkeep.refresh_health()
 
-    def report_inbox(self, state: Callable[[], tuple[str | None, str | None]]) -> None:
-        """Where the health verdict reads the inbox process's state (mount/inbox_process.py)."""
-        self.upkeep.inbox_state = state
+    def report(self, helper: str, state: Callable[[], tuple[str | None, str | None]]) -> None:
+        """Where the health verdict reads a helper's (problem, note): "inbox" (mount/inbox_process.py),
+        "vectors" (mount/vector_backlog.py)."""
+        self.upkeep.helpers[helper] = state
 
     def verdict(self) -> Verdict:
         return self.upkeep.verdict()

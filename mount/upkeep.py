@@ -68,8 +68,10 @@ class Upkeep:
         self.invalidations = 0
         self.semantic_stuck_s = 0.0  # how long the model has been loading past its load timeout
         self.health_digest: tuple[str, ...] = ("ok",)  # the verdict index.md was last rendered with
-        # (problem, note) of the inbox's own process (mount/inbox_process.py), where the daemon runs one
-        self.inbox_state: Callable[[], tuple[str | None, str | None]] = lambda: (None, None)
+        # (problem, note) of the daemon's helpers, by name: "inbox", the inbox's own process
+        # (mount/inbox_process.py), where the daemon runs one; "vectors", the start-up embedding of rows
+        # left without vectors (mount/vector_backlog.py)
+        self.helpers: dict[str, Callable[[], tuple[str | None, str | None]]] = {}
 
     def token(self) -> tuple[Any, ...]:
         """What cached listings and recall results depend on, besides their own key."""
@@ -159,7 +161,11 @@ class Upkeep:
         return verdict(store=self.store_state(), recent_errors=self.stats.recent.count(),
                        last_error=self.stats.last_unexpected, semantic_reason=self.degraded_reason,
                        semantic_stuck_s=self.semantic_stuck_s, repairs=index_health()["recent_index_repairs"],
-                       inbox=self.inbox_state())
+                       inbox=self._helper("inbox"), vectors=self._helper("vectors"))
+
+    def _helper(self, name: str) -> tuple[str | None, str | None]:
+        state = self.helpers.get(name)
+        return state() if state is not None else (None, None)
 
     async def refresh_health(self) -> None:
         """On a change of the verdict, index.md (which shows it) is stale."""

@@ -214,9 +214,9 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
         for view in self.views:
             await view.refresh_health()
 
-    def report_inbox(self, state: Callable[[], tuple[str | None, str | None]]) -> None:
+    def report(self, helper: str, state: Callable[[], tuple[str | None, str | None]]) -> None:
         for view in self.views:
-            view.report_inbox(state)
+            view.report(helper, state)
 
     def verdict(self) -> Verdict:
         """The worst view's verdict: the views share one store and one daemon."""

@@ -17,6 +17,7 @@ from recallfs.query.lexical import score_indexed, search_calibrated
 from recallfs.query.lexical import search as lexical_search
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.recall_scope import Scope, SemanticQuery, Trace
+from recallfs.query.vector_meta import VectorError
 from recallfs.ranking.calibration import Z_FLOOR_WEAK, standout_floor
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.fusion import calibrated, list_key
@@ -164,6 +165,10 @@ def _failed(trace: Trace, arm: str, table: str, exc: Exception) -> None:
     elif isinstance(exc, TimeoutError):
         trace.degraded, trace.degraded_reason = True, "timeout"
         trace.notes.append(f"semantic arm: {exc}; answered from the lexical arm")
+    elif isinstance(exc, VectorError):  # a state of the store the note explains, not a fault: no traceback
+        log.warning("semantic arm: %s", exc)
+        trace.degraded, trace.degraded_reason = True, "error"
+        trace.notes.append(f"semantic arm failed on {table}: {exc}")
     else:
         log.exception("semantic arm failed on %s", table)
         trace.degraded, trace.degraded_reason = True, "error"

@@ -52,6 +52,7 @@ class IngestReport:
     placed: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     # full-text indexes found behind (an earlier ingest stopped before rebuilding them) and rebuilt
     fts_repaired: list[str] = field(default_factory=list)
+    embedded: int = 0  # rows given vectors: this batch's, and any an earlier ingest left without
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -62,6 +63,7 @@ class IngestReport:
             "historical": self.historical,
             "workspaces": sorted(f"{o}/{w}" for o, w in self.partitions),
             "fts_repaired": list(self.fts_repaired),
+            "embedded": self.embedded,
         }
 
 

@@ -93,7 +93,7 @@ def refresh_indexes(
                for s in behind if s.rows_behind > written.get(s.key, 0)]
     record_repairs(lagging)
     report.fts_repaired = [s.describe() for s in lagging]
-    embed_new_rows(store, report, embedder=embedder, progress=embed_progress, bar=bar)
+    report.embedded = embed_new_rows(store, report, embedder=embedder, progress=embed_progress, bar=bar)
 
 
 def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str]]) -> None:

@@ -41,6 +41,7 @@ from recallfs.query.settings import DEFAULTS
 from recallfs.query.shaping import StageInputs, apply_stages
 from recallfs.query.staleness import current_links
 from recallfs.query.store import Store
+from recallfs.query.vector_gap import gap_note
 from recallfs.ranking.calibration import Z_FLOOR_WEAK, standout_note
 from recallfs.ranking.candidates import Candidate
 from recallfs.ranking.floor import floor_config
@@ -91,6 +92,8 @@ def recall(
     window = _named_window(req, stages, asked)
     fused, words = _fuse(req, scope, handle if req.text.strip() else None, trace, weights=weights, rrf_k=rrf_k,
                          between=between, cut=window is None, weak_z=stages.standout_weak_z)
+    if handle is not None and (unseen := gap_note(handle.gaps)):
+        trace.notes.append(unseen)
     authorized, rows = authorize_and_load(scope, principal, fused, req.options, trace, early)
     if window is not None:  # cut once dates are known: past it, the memories of the named span stay
         authorized = best_per_table(authorized, scope.limit, keep=lambda c: window.holds(c.created_at))

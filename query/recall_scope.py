@@ -13,6 +13,7 @@ import numpy as np
 
 from recallfs.query.cursor import Cursor
 from recallfs.query.store import Store
+from recallfs.query.vector_gap import VectorGap
 from recallfs.ranking.calibration import Z_FLOOR
 
 T = TypeVar("T")
@@ -22,6 +23,7 @@ class SemanticQuery(Protocol):
     """One recall's use of the semantic arm: its searches, and the query vector they computed."""
 
     paths: dict[str, str]  # table -> how its nearest rows were found (exact, or the inverted lists)
+    gaps: dict[str, VectorGap]  # table -> its readable rows the semantic arm has no vector for
 
     def search(
         self, store: Store, schema: str, table: str, where: str, params: list[object], limit: int,

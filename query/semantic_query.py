@@ -20,6 +20,7 @@ import numpy as np
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_worker import QueryVector
 from recallfs.query.store import Store
+from recallfs.query.vector_gap import VectorGap, vector_gap
 from recallfs.query.vector_meta import ModelMismatchError, StoredModel, mismatch_message
 from recallfs.ranking.calibration import Z_FLOOR, semantic_score, similarity_z, weak_score
 
@@ -62,7 +63,7 @@ class QuerySearch:
     tables and for the ranking stages."""
 
     __slots__ = ("_backgrounds", "_found", "_handover", "_nearest", "_prefetch", "_query", "_unclaimed", "arm",
-                 "cosines", "paths", "text")
+                 "cosines", "gaps", "paths", "text")
 
     def __init__(self, arm: SemanticSearch, text: str) -> None:
         self.arm = arm
@@ -74,6 +75,7 @@ class QuerySearch:
         self._nearest: dict[NearestKey, list[tuple[int, float]]] = {}
         self._prefetch: Future[None] | None = None  # the searches prefetch() began, until a search joins them
         self.paths: dict[str, str] = {}  # table -> how its nearest rows were found (VectorIndexes.search)
+        self.gaps: dict[str, VectorGap] = {}  # table -> its readable rows without a vector (query/vector_gap.py)
         # (store, schema, where, params) -> the query's background there, asked once for every table
         self._backgrounds: dict[tuple[int, str, str, str], tuple[float, float] | None] = {}
         self._found: dict[tuple[int, str, str], dict[int, float]] = {}  # (store, schema, table) -> rid -> cosine
@@ -115,7 +117,7 @@ class QuerySearch:
     def _search_table(self, store: Store, schema: str, table: str, where: str, params: list[object],
                       limit: int) -> None:
         try:
-            ready = self._ready(store, schema, table)
+            ready = self._ready(store, schema, table, where, params)
             if ready is not None:
                 self.nearest(store, schema, table, ready[1], where, params, limit, ready[0])
         except Exception:  # the joining search repeats the step, and reports what failed
@@ -149,7 +151,7 @@ class QuerySearch:
         standout floor, only the cosine floor). Raises TimeoutError when the query embedding overruns the
         budget, VectorError when the stored vectors do not fit the model."""
         self._join()
-        ready = self._ready(store, schema, table)
+        ready = self._ready(store, schema, table, where, params)
         if ready is None:
             return []
         stored, qvec = ready
@@ -185,7 +187,7 @@ class QuerySearch:
         with a positive cosine come as near-misses, at calibration.weak_score. Raises as search_scored()
         does."""
         self._join()
-        ready = self._ready(store, schema, table)
+        ready = self._ready(store, schema, table, where, params)
         if ready is None:
             return {}
         stored, qvec = ready
@@ -260,9 +262,12 @@ class QuerySearch:
             return {}
         return self.arm.indexes.best_cosines(store, schema, table, rids, qvec)
 
-    def _ready(self, store: Store, schema: str, table: str) -> tuple[StoredModel, np.ndarray] | None:
+    def _ready(self, store: Store, schema: str, table: str, where: str,
+               params: list[object]) -> tuple[StoredModel, np.ndarray] | None:
         """(stored model, query vector), or None when this table has nothing to search. Embeds first:
-        it is the part that can time out, and it tells us the model's identity."""
+        it is the part that can time out, and it tells us the model's identity. Notes the table's
+        readable rows without a vector (a table with none at all in a store that has some is such a
+        gap too, not a failure: the other tables' vectors still serve)."""
         arm = self.arm
         if not arm.enabled or arm.embedder is None:
             return None
@@ -274,7 +279,8 @@ class QuerySearch:
         assert qvec is not None  # an enabled arm has an embedder
         if stored.model != arm.embedder.model_id or stored.dim != len(qvec):
             raise ModelMismatchError(mismatch_message(stored, arm.embedder.model_id, len(qvec)))
-        if arm.indexes.index_for(store, schema, table, stored).ntotal == 0:
-            arm.require_vectors(store, schema, table)
-            return None
-        return stored, qvec
+        index = arm.indexes.index_for(store, schema, table, stored)
+        gap = vector_gap(store, schema, table, where, params, index)
+        if gap.missing:
+            self.gaps[table] = gap
+        return (stored, qvec) if index.ntotal else None

@@ -78,6 +78,10 @@ class TableIndex:
             self._rows = (rows, first.astype(np.int64))
         return self._rows
 
+    def embedded_rids(self) -> np.ndarray:
+        """The sorted distinct rids this index holds a vector for."""
+        return self._first_windows()[0]
+
     def one_window_each(self) -> bool:
         return len(self._first_windows()[0]) == self.ntotal
 

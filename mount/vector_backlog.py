@@ -1,0 +1,91 @@
+"""A mount embeds, at start, the rows an earlier ingest left without vectors.
+
+An ingest embeds after its commit, so one killed in between (or a power cut) leaves rows the semantic
+arm cannot see (query/vector_gap.py); a DuckLake replica replays other hosts' rows without embedding
+them. The mount has the model loaded anyway, so it embeds them through its writer, as an ingest would,
+and health says so meanwhile: degraded while rows wait (recall is hybrid for the rest), a note once
+done, and degraded with the reason when it failed. A store that never had vectors (ingested with the
+semantic arm off) is left to `recallfs reindex`, which the semantic arm's own error names: embedding a
+whole store is not a start-up repair.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from recallfs.query.ingest import IngestReport
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class VectorBacklog:
+    waiting: int = 0  # rows without vectors being embedded now
+    embedded: int = 0
+    finished_at: str | None = None
+    failure: str | None = None
+
+    def state(self) -> tuple[str | None, str | None]:
+        """(problem, note) for the health verdict."""
+        if self.failure is not None:
+            return (f"{self.waiting:,} rows have no vectors, so the semantic arm misses them (embedding them at "
+                    f"start failed: {self.failure}); `recallfs reindex` embeds them"), None
+        if self.waiting:
+            return (f"embedding {self.waiting:,} rows an earlier ingest left without vectors; until then only the "
+                    "lexical arm finds them"), None
+        if self.embedded:
+            return None, (f"embedded {self.embedded:,} rows an earlier ingest left without vectors, at "
+                          f"{self.finished_at}")
+        return None, None
+
+
+def count_backlog(store: Any) -> int:
+    """Rows without a vector from the store's model, in a store that has vectors (0 otherwise)."""
+    from recallfs.query.migrations import MEMORY_TABLES
+    from recallfs.query.vector_meta import stored_model
+    from recallfs.query.vector_write import missing_count
+
+    cur = store.cursor()
+    stored = stored_model(cur)
+    if stored is None:
+        return 0
+    schemas = [s for s in (store.partition(o, w) for o, w in store.workspaces()) if s]
+    return sum(missing_count(cur, schema, table, stored.model) for schema in schemas for table in MEMORY_TABLES)
+
+
+async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, replayed: bool = False) -> None:
+    """Embed what the store lacks, through the mount's writer. Never raises: a failure is logged and
+    reported by health. `replayed`: a lake replica's rows, replayed before the model was up, are embedded
+    even in a store that has no vectors yet."""
+    import trio
+
+    from recallfs.query.ingest_file import embed_new_rows
+
+    store = ops.store
+    if embedder is None or store.read_only:
+        return
+    try:  # DuckDB is never called on the trio thread
+        backlog.waiting = await trio.to_thread.run_sync(count_backlog, store)
+        if not backlog.waiting and not replayed:
+            return
+        await ops.refresh_health()
+
+        def embed() -> IngestReport:  # on the writer thread
+            report = IngestReport(partitions=set(store.workspaces()))
+            backlog.embedded = embed_new_rows(store, report, embedder=embedder)
+            backlog.waiting = count_backlog(store)  # what is left: the model did not load, or a new gap
+            return report
+
+        await ops.write_store(embed)
+        backlog.finished_at = datetime.now().isoformat(timespec="seconds")
+        if backlog.waiting:
+            backlog.failure = getattr(embedder, "problem", None) or "the embedding model did not load in time"
+        if backlog.embedded:
+            log.info("embedded %d rows an earlier ingest left without vectors", backlog.embedded)
+    except Exception as exc:
+        log.exception("could not embed the rows left without vectors; `recallfs reindex` embeds them")
+        backlog.failure = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    await ops.refresh_health()
