@@ -26,7 +26,7 @@ from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling, lexical_score, term_fraction
-from recallfs.ranking.text import fold
+from recallfs.ranking.text import fold, unspaced
 
 MAX_TERMS = 32  # a 10 kB query is cut to its first distinct terms; BM25 cost grows with each term
 # Letters and digits in any script are kept, so non-ASCII text is indexed rather than dropped.
@@ -145,20 +145,24 @@ def search_calibrated(
     cur = store.cursor()
     state = index_state(store, schema, table)
     ranked: dict[int, float] = {}
-    floor = 0
+    floor, scan = 0, terms
     if state.watermark > 0:
         bm25 = _bm25(store, schema, table, terms, state)
         if bm25.any():
             top = bm25.top(allowed_rids(store, schema, table, where, params), limit)
             ranked = {rid: lexical_score(raw, bm25.ceiling) for rid, raw in top}
-        if ranked or bm25.knows_every_stem:
+        scan = [t for t in terms if unspaced(t)]
+        if ranked or bm25.knows_every_stem or not scan:
             floor = state.max_rid
     # Rows above the watermark are BM25-scored from the delta (query/fts_delta.py) when there is an
-    # index. With none yet, or when BM25 finds nothing and some query word is not a term of the index
-    # (a word split differently, e.g. in scripts written without spaces), rows are scanned by substring:
-    # all of them in the second case. (A scan of every row takes ~0.5 s at 300k facts: it is not run
-    # when every word is a known term that the caller's rows just do not hold.)
-    fresh = _search_fresh(cur, schema, table, terms, floor, where, params, limit) if state.max_rid > floor else []
+    # index. With none yet, rows are scanned by substring. With one, when BM25 finds nothing and some
+    # query word is not a term of the index, the words of scripts written without spaces (ranking/
+    # text.unspaced: a word split differently from the index's split) are looked for by substring in
+    # every row; a word of a spaced script is not, since what a substring finds there is another word
+    # ("tab" in "database", "ice" in "noticed"), and it scored as a full match. (A scan of every row
+    # takes ~0.5 s at 300k facts: it is not run when every word is a known term that the caller's rows
+    # just do not hold.)
+    fresh = _search_fresh(cur, schema, table, scan, floor, where, params, limit) if state.max_rid > floor else []
     if not fresh:
         return ranked
     # Interleave so fresh rows are visible at once without pushing out the best indexed ones.

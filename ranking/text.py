@@ -30,6 +30,20 @@ def fold(text: str) -> str:
     return " ".join(stripped.split())
 
 
+# Scripts written without spaces between words (or, in Korean, with particles joined to the word):
+# there a query word is found inside a longer run of text, so the lexical arm may look for it by
+# substring. In a spaced script such a hit is another word that contains it ("tab" in "database").
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ffff]")
+
+
+def unspaced(term: str) -> bool:
+    """Whether `term` holds a character of a script written without spaces (Thai, Lao, Tibetan, Myanmar,
+    Khmer, Japanese kana, CJK ideographs, Hangul)."""
+    return not term.isascii() and _UNSPACED.search(term) is not None
+
+
 def words(text: str) -> list[str]:
     """Folded words in order (letters, digits and underscore in any script)."""
     if text.isascii():

@@ -278,3 +278,30 @@ def test_a_known_word_the_caller_cannot_read_sends_no_substring_scan(store):
                            *_records([fact("k1", "The kingfisher nests by the canal")])], embedder=None)
     assert recall(store, ME, "fisher", arm="lexical").hits == []
     assert [h.row["source_id"] for h in recall(store, ME, "東京タワー", arm="lexical").hits] == ["f5"]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("tes", []),  # inside "test" and "nextest": another word, not a match
+    ("ext", []),  # inside "nextest" and "next": another word, not a match
+    ("offs", []),  # inside "offsite"
+    ("cafe offs", ["f3"]),  # one word matches by BM25: the other is not looked for inside words
+    ("東京", ["f5"]),  # a script without spaces: found inside the run of text
+    ("会議", ["f5"]),
+    ("タワー", ["f5"]),
+])
+def test_a_word_no_memory_holds_finds_no_memory_that_only_contains_it(store, query, expected):
+    """A query word the index has never seen used to be looked for by substring in every row, in any
+    script, and such a row scored as a full match: "tab" brought every fact about a database, at the top
+    score. Only words of scripts written without spaces are looked for inside longer text now."""
+    assert ids(recall(store, ME, query, arm="lexical"))[:len(expected) or None] == expected
+
+
+@pytest.mark.parametrize(("term", "expected"), [
+    ("tab", False), ("привет", False), ("café", False), ("ａｂ", False), ("", False),
+    ("東京", True), ("タワー", True), ("かな", True), ("서울", True), ("ภาษาไทย", True), ("ພາສາລາວ", True),
+    ("ខ្មែរ", True), ("မြန်မာ", True), ("བོད", True), ("x東", True), ("𠀋", True),
+])
+def test_unspaced_scripts(term, expected):
+    from recallfs.ranking.text import unspaced
+
+    assert unspaced(term) is expected
