@@ -145,6 +145,7 @@ class ControlServer:
         import base64
 
         from recallfs.query.inbox_file import InboxError, Writer, parse_inbox_file
+        from recallfs.query.inbox_rendered import keep_links
         from recallfs.query.policies import get_policy
         from recallfs.query.query_syntax import utc_now
 
@@ -159,7 +160,7 @@ class ControlServer:
             records = parse_inbox_file(name, data, who)
         except InboxError as exc:
             raise ControlError(f"{name}: {exc}") from None
-        return await self._write(lambda: records)
+        return await self._write(lambda: keep_links(self.ops.store, records))
 
     async def _recall(self, req: dict[str, Any], principal: Principal) -> dict[str, Any]:
         from recallfs.query.formats import RENDERERS

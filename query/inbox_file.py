@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from recallfs.query.importers.jsonl import JsonLineError, json_lines
+from recallfs.query.inbox_rendered import is_recall_hit, is_rendered, record_fields
 from recallfs.query.records import MemoryRecord, RecordError, derive_id, parse_record
 
 FRONT = "---"
@@ -104,7 +105,15 @@ def _front_matter(name: str, lines: list[str], writer: Writer) -> MemoryRecord:
     if "content" in fields:
         raise InboxError("front matter: `content` is the text after the front matter", _line_of(lines, end, "content"))
     obj = {str(key): _plain(value) for key, value in fields.items()}
-    obj["content"] = "\n".join(lines[end + 1:]).strip()
+    body = "\n".join(lines[end + 1:])
+    if is_recall_hit(obj):
+        where = f" ({obj['path']})" if obj.get("path") else ""
+        raise InboxError(f"this is a recall hit, which leaves out fields of its memory such as `visibility`: write "
+                         f"the memory's own file{where} instead", _line_of(lines, end, "rank"))
+    if is_rendered(obj):  # a memory file of the mount's, written back: a new version of that memory
+        obj = record_fields(obj, body)
+    else:
+        obj["content"] = body.strip()
     return _record(obj, writer, name, at=lambda field: end + 2 if field == "content" else _line_of(lines, end, field))
 
 

@@ -13,6 +13,7 @@ from recallfs.query.ids import MEMORY_ID_RULE, is_memory_id
 TYPE_TO_TABLE = {"fact": "facts", "summary": "summaries", "turn": "turns"}
 STATUSES = ("active", "superseded", "deleted")
 VISIBILITIES = ("workspace", "private")
+FACT_ONLY = ("kind", "entity", "slot", "status", "supersedes", "superseded_by")  # fields other tables refuse
 # The most text (UTF-8 bytes, all string fields together) one memory may hold. The full-text index is
 # rebuilt whole after each ingest, so every byte of a table is re-read by every later ingest into it: a
 # 10 MB record made each later one-line ingest take seconds (README "Ingest"). 256 KiB is about 64k
@@ -227,7 +228,7 @@ def parse_record(obj: Any, *, org: str, workspace: str, agent: str, source: str 
         rec.supersedes = _ident(obj, "supersedes")
         rec.superseded_by = _ident(obj, "superseded_by")
     else:
-        for key in ("kind", "entity", "slot", "status", "supersedes", "superseded_by"):
+        for key in FACT_ONLY:
             if key in obj:
                 raise RecordError(f"{key}: only facts carry this field")
         if rec.session is None:

@@ -1,0 +1,103 @@
+"""Editing a memory the way an agent would: copy its file out of the mount, change it with sed, and write
+it to inbox/. The mount's own front matter is accepted (its derived fields dropped, what rendering added
+to the text taken off), an unchanged copy stores nothing, an edit is the memory's next version, and a
+correction keeps what it corrected. Real mount, real cp and sed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from mount_helpers import Mount, base_env, build_store, needs_fuse, start_mount, stop_mount
+
+from conftest import fact, turn
+
+pytestmark = [needs_fuse, pytest.mark.mount]
+
+RECORDS = [
+    fact("window-1", "The deploy window is Tuesday afternoon", id="f-window", created_at="2026-05-01"),
+    fact("window-2", "The deploy window moved to Thursday morning", id="f-window-fix", supersedes="f-window",
+         created_at="2026-05-03"),
+    turn("2026-05-02-ops", 0, "maya", "Who owns the pager this week?", caption="a rota screenshot",
+         created_at="2026-05-02T10:00:00"),
+    {"type": "summary", "source_id": "2026-05-02-ops#summary", "session": "2026-05-02-ops", "title": "Ops sync",
+     "content": "Maya asked about the pager rota.", "created_at": "2026-05-02T11:00:00"},
+]
+
+
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("edits")
+    env = base_env(tmp)
+    build_store(tmp, RECORDS, env)
+    mount = start_mount(tmp, env)
+    yield mount
+    stop_mount(mount)
+
+
+def sh(script: str, cwd: Path) -> None:
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def only(directory: Path, words: str) -> Path:
+    found = [n for n in os.listdir(directory) if words in n]
+    assert len(found) == 1, (words, os.listdir(directory))
+    return directory / found[0]
+
+
+def test_an_unchanged_copy_stores_nothing(mounted: Mount, tmp_path: Path) -> None:
+    src = only(mounted.path / "facts", "thursday")
+    sh(f"cp '{src}' inbox/ && cp '{src}' {tmp_path}/x.md && cp {tmp_path}/x.md inbox/again.md", mounted.path)
+    assert os.listdir(mounted.path / "history" / "f-window-fix") == ["v1.md"]
+    assert not os.listdir(mounted.path / "inbox" / ".rejected")
+
+
+def test_an_edited_fact_is_its_next_version_and_its_correction_holds(mounted: Mount, tmp_path: Path) -> None:
+    src = only(mounted.path / "facts", "thursday")
+    sh(f"sed 's/Thursday morning/Thursday at 09:00/' '{src}' > {tmp_path}/fix.md && cp {tmp_path}/fix.md inbox/",
+       mounted.path)
+    assert sorted(os.listdir(mounted.path / "history" / "f-window-fix")) == ["v1.md", "v2.md"]
+    now = only(mounted.path / "facts", "thursday").read_text()
+    assert "version: 2" in now and now.rstrip().endswith("The deploy window moved to Thursday at 09:00")
+    assert "source: inbox:fix.md" in now
+    # the copy showed `supersedes: [f-window/v1]` (resolved); the stored link is kept, so the Tuesday
+    # fact it corrected stays superseded
+    assert not [n for n in os.listdir(mounted.path / "facts") if "tuesday" in n]
+    assert "current: false" in (mounted.path / "history" / "f-window" / "v1.md").read_text()
+
+
+def test_an_edited_turn_and_summary_keep_their_text_whole(mounted: Mount, tmp_path: Path) -> None:
+    session = mounted.path / "sessions" / "2026-05-02-ops"
+    turn_file = only(session / "turns", "maya")
+    sh(f"sed 's/this week/next week/' '{turn_file}' > {tmp_path}/t.md && cp {tmp_path}/t.md inbox/ && "
+       f"sed 's/pager rota/pager rota and the holidays/' '{session}/summary.md' > {tmp_path}/s.md && "
+       f"cp {tmp_path}/s.md inbox/", mounted.path)
+    text = turn_file.read_text()
+    assert "version: 2" in text
+    # the body is rendered as "speaker: content" plus the caption's line: neither is stored twice
+    assert text.rstrip().endswith("maya: Who owns the pager next week?\n\n[shared an image: a rota screenshot]")
+    summary = (session / "summary.md").read_text()
+    assert "# Ops sync\n\nMaya asked about the pager rota and the holidays." in summary
+    assert summary.count("# Ops sync") == 1
+
+
+def test_a_copied_recall_hit_is_refused_with_the_file_to_copy_instead(mounted: Mount) -> None:
+    """A hit leaves out fields of its memory, such as `visibility`: written back it would have made a
+    private memory public."""
+    hits = mounted.path / "recall" / "deploy window"
+    first = sorted(n for n in os.listdir(hits) if n.endswith(".md"))[0]
+    proc = subprocess.run(["cp", f"recall/deploy window/{first}", "inbox/hit.md"], cwd=mounted.path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "Invalid argument" in proc.stderr
+    reason = (mounted.path / "inbox" / ".rejected" / "hit.md").read_text()
+    assert "this is a recall hit" in reason and "write the memory's own file (" in reason and "/facts/" in reason
+
+
+def test_an_unchanged_turn_copy_stores_nothing(mounted: Mount) -> None:
+    turns = mounted.path / "sessions" / "2026-05-02-ops" / "turns"
+    before = {n: (turns / n).read_text() for n in os.listdir(turns)}
+    sh(f"cp '{turns}'/*.md inbox/", mounted.path)
+    assert {n: (turns / n).read_text() for n in os.listdir(turns)} == before
