@@ -82,6 +82,24 @@ def index_state(repairs: Iterable[dict[str, Any]]) -> tuple[list[str], list[str]
     return problems, notes
 
 
+def store_problems(store: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(failing, degraded) from the store's state (verdict's `store`)."""
+    failing: list[str] = []
+    degraded: list[str] = []
+    if store.get("failed"):
+        failing.append(str(store["failed"]))
+    elif store.get("broken"):
+        failing.append(f"the database was invalidated by a DuckDB fatal error ({store['broken']}); reopening it")
+    if store.get("gone"):  # the path names another file, or none (query/store_file.py)
+        failing.append(str(store["gone"]))
+    if store.get("stale"):  # a replica whose lake is unreachable: it serves what it holds
+        degraded.append(str(store["stale"]))
+    if store.get("read_only"):
+        degraded.append("the store is served read-only (its file system or file is not writable): browsing "
+                        "and recall work, ingest is refused")
+    return failing, degraded
+
+
 def verdict(
     *,
     store: dict[str, Any],
@@ -95,18 +113,8 @@ def verdict(
 ) -> Verdict:
     """`store`: StoreHealth.as_dict() plus `broken` (the fatal error not yet recovered from, if any) and
     `stale` (why a lake's replica may lack the newest writes)."""
-    failing: list[str] = []
-    degraded: list[str] = []
+    failing, degraded = store_problems(store)
     notes: list[str] = []
-    if store.get("failed"):
-        failing.append(str(store["failed"]))
-    elif store.get("broken"):
-        failing.append(f"the database was invalidated by a DuckDB fatal error ({store['broken']}); reopening it")
-    if store.get("stale"):  # a replica whose lake is unreachable: it serves what it holds
-        degraded.append(str(store["stale"]))
-    if store.get("read_only"):
-        degraded.append("the store is served read-only (its file system or file is not writable): browsing "
-                        "and recall work, ingest is refused")
     if recent_errors >= FAILING_ERRORS:
         failing.append(f"{recent_errors} unexpected errors in the last {ERROR_WINDOW_S:.0f} s (last: {last_error})")
     elif recent_errors:

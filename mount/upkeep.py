@@ -154,7 +154,7 @@ class Upkeep:
 
     def store_state(self) -> dict[str, Any]:
         return {**self.store.health.as_dict(), "broken": self.store.broken, "read_only": self.store.read_only,
-                "stale": self.store.stale}
+                "stale": self.store.stale, "gone": self.store.file.problem()}
 
     def verdict(self) -> Verdict:
         """Whether this daemon can serve (mount/health.py)."""

@@ -27,6 +27,7 @@ import duckdb
 from recallfs.query.cursor import Cursor, Hooks, is_fatal
 from recallfs.query.fts_extension import DUCKDB_CONFIG, load_fts
 from recallfs.query.migrations import MEMORY_TABLES, create_partition, migrate_store
+from recallfs.query.store_file import FileIdentity
 from recallfs.scope.partition import partition_schema
 from recallfs.scope.principal import Principal
 
@@ -132,6 +133,7 @@ class Store:
         self._root_opened = False
         self._root = self._connect()
         self._root_opened = True
+        self.file = FileIdentity(self.path)  # checked before every write (store_file.py)
         if not read_only:
             with self.transaction() as cur:
                 migrate_store(cur)
@@ -247,8 +249,12 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
-        """One writer at a time inside this process; all or nothing."""
+        """One writer at a time inside this process; all or nothing. Refused (StoreError) once the path
+        no longer names the file this store opened."""
         with self._write_lock:
+            gone = self.file.problem()
+            if gone is not None:
+                raise StoreError(gone)
             cur = self.cursor()
             cur.execute("BEGIN TRANSACTION")
             try:

@@ -21,6 +21,7 @@ RESTARTED = "the inbox process was started again 1 time(s), last at 2026-11-28T0
     ({"recent_errors": 3, "last_error": "boom"}, "failing", "3 unexpected errors", None),
     ({"store": {"read_only": True}}, "degraded", "the store is served read-only", None),
     ({"store": {"broken": "fatal"}}, "failing", "invalidated by a DuckDB fatal error", None),
+    ({"store": {"gone": "the store file /s was deleted while it was open"}}, "failing", "/s was deleted", None),
     # inbox/ that takes no writes is not ok, however well the rest serves; a restart is a note
     ({"inbox": (DEAD_INBOX, None)}, "degraded", f"inbox/ takes no writes: {DEAD_INBOX}", None),
     ({"inbox": (None, RESTARTED)}, "ok", None, RESTARTED),

@@ -265,6 +265,26 @@ def test_a_removed_control_socket_is_bound_again(fresh: Mount, tmp_path: Path) -
     assert any(n.endswith("--f-sock.md") for n in os.listdir(fresh.path / "facts"))
 
 
+def test_a_deleted_store_file_refuses_writes_and_health_says_failing(fresh: Mount, tmp_path: Path) -> None:
+    """`rm <store>` while mounted: the daemon served on and took ingests into a file nobody could reach
+    (lost when it stopped), and health said ok. Writes are refused with the reason, and health fails."""
+    fresh.store.unlink()
+    data = write_jsonl(tmp_path / "lost.jsonl", [fact("lost-1", "This would be lost at unmount", id="f-lost")])
+    refused = fresh.cli("ingest", str(data), check=False)
+    assert refused.returncode == 1 and "was deleted while it was open" in refused.stderr, refused.stderr
+    proc = subprocess.run(["cp", str(data), "inbox/lost.jsonl"], cwd=fresh.path, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and "Invalid argument" in proc.stderr
+    assert "was deleted while it was open" in (fresh.path / "inbox" / ".rejected" / "lost.jsonl.md").read_text()
+    status = fresh.cli("status", "--store", str(fresh.store), "--json", check=False)
+    assert status.returncode == 1  # no store at the path: said, after the mounts
+    mine = next(m for m in json.loads(status.stdout)["mounts"] if m["mountpoint"] == str(fresh.path))
+    health = mine["detail"]["health"]
+    assert health["state"] == "failing" and "was deleted while it was open" in health["problems"][0], health
+    assert not any("f-lost" in n for n in os.listdir(fresh.path / "facts"))  # reads still serve
+    assert not Path(str(fresh.store) + ".wal").exists()  # nothing a restored file would have replayed into it
+
+
 def test_ingest_while_mounted_shows_at_once(fresh: Mount, tmp_path: Path) -> None:
     m = fresh.path
     pref_old = m / "facts" / "maya-prefers-short-commit-messages--f-pref.md"
