@@ -15,8 +15,8 @@ from pathlib import Path
 
 class FileIdentity:
     def __init__(self, path: Path) -> None:
-        self.path = path
-        st = os.stat(path)
+        self.path = Path(os.path.abspath(path))  # a later chdir must not make it name another file
+        st = os.stat(self.path)
         self.opened = (st.st_dev, st.st_ino)
 
     def problem(self) -> str | None:
