@@ -19,6 +19,7 @@ from typing import Any
 from recallfs.query.ingest import IngestReport
 
 log = logging.getLogger(__name__)
+BACKLOG_PART = 512  # rows embedded per turn at the writer: about 2-4 s on two cores
 
 
 @dataclass(slots=True)
@@ -73,13 +74,20 @@ async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, repl
             return
         await ops.refresh_health()
 
-        def embed() -> IngestReport:  # on the writer thread
-            report = IngestReport(partitions=set(store.workspaces()))
-            backlog.embedded = embed_new_rows(store, report, embedder=embedder)
-            backlog.waiting = count_backlog(store)  # what is left: the model did not load, or a new gap
-            return report
+        first = backlog.waiting
 
-        await ops.write_store(embed)
+        def embed() -> int:  # on the writer thread; one part of the backlog
+            done = embed_new_rows(store, IngestReport(partitions=set(store.workspaces())), embedder=embedder,
+                                  limit=BACKLOG_PART)
+            backlog.waiting = count_backlog(store)  # what is left: more parts, or the model did not load
+            backlog.embedded = max(first - backlog.waiting, 0)  # an ingest between parts embeds the rest
+            return done
+
+        # In parts, each through the writer on its own: an ingest or an inbox/ write waits for one part
+        # (seconds) rather than the whole backlog (minutes at 50k rows), though it then embeds what is
+        # left of the backlog in its workspace itself, as any ingest does.
+        while await ops.write_store(embed) and backlog.waiting:
+            pass
         backlog.finished_at = datetime.now().isoformat(timespec="seconds")
         if backlog.waiting:
             backlog.failure = getattr(embedder, "problem", None) or "the embedding model did not load in time"

@@ -130,9 +130,10 @@ def _not_embedded(store: Store, report: IngestReport, detail: str) -> str:
 
 def embed_new_rows(
     store: Store, report: IngestReport, *, embedder: Embedder | None, progress: Progress | None = None,
-    bar: bool = False,
+    bar: bool = False, limit: int | None = None,
 ) -> int:
-    """Embed what the batch's workspaces lack (new rows, or rows written while the model was missing).
+    """Embed what the batch's workspaces lack (new rows, or rows written while the model was missing);
+    with `limit`, about that many rows at most (vector_write.embed_missing).
 
     A model that cannot load does not fail the ingest: the rows are in, the lexical arm finds them,
     and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
@@ -164,7 +165,7 @@ def embed_new_rows(
                                                              f"need about {diskspace.size(need)}"))
     try:
         with embed_bar(bar) as bar_progress:
-            done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress)
+            done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress, limit=limit)
     except (duckdb.Error, OSError) as exc:
         if not diskspace.is_disk_full(exc):
             raise

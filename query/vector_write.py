@@ -56,12 +56,13 @@ def missing_count(cur: Cursor, schema: str, table: str, model: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _missing_rows(cur: Cursor, schema: str, table: str, model: str) -> tuple[np.ndarray, list[str]]:
+def _missing_rows(cur: Cursor, schema: str, table: str, model: str,
+                  limit: int | None = None) -> tuple[np.ndarray, list[str]]:
     rows = cur.execute(
         f"""SELECT m.rid, m.search_text FROM {schema}.{table} m
             WHERE NOT EXISTS (SELECT 1 FROM {schema}.{VECTORS} v WHERE v.rid = m.rid AND v.model = ?)
-            ORDER BY m.rid""",
-        [model],
+            ORDER BY m.rid LIMIT ?""",
+        [model, limit if limit is not None else 2**62],
     ).fetchall()
     return np.array([int(r[0]) for r in rows], dtype=np.int64), [str(r[1]) for r in rows]
 
@@ -80,8 +81,10 @@ def embed_missing(
     *,
     schemas: Iterable[str] | None = None,
     progress: Progress | None = None,
+    limit: int | None = None,
 ) -> EmbedReport:
-    """Embed every row that has no vector from the embedder's model, in batches (one transaction each).
+    """Embed every row that has no vector from the embedder's model, in batches (one transaction each);
+    with `limit`, stop after the batch that reaches it (a caller that must let other writers in between).
 
     Rows that already have one are never re-embedded, so re-ingesting costs nothing here.
     Raises ModelMismatchError when the store's vectors come from another model.
@@ -114,16 +117,19 @@ def embed_missing(
             tx.execute(vectors_ddl(schema, stored.dim))
     report.model, report.dim = model, dim
     done = 0
+    step = min(WRITE_BATCH, limit) if limit is not None else WRITE_BATCH
     for schema, table, _ in todo:
-        rids, texts = _missing_rows(cur, schema, table, model)
-        for start in range(0, len(rids), WRITE_BATCH):
-            part_rids, part_texts = rids[start:start + WRITE_BATCH], texts[start:start + WRITE_BATCH]
+        rids, texts = _missing_rows(cur, schema, table, model, None if limit is None else limit - done)
+        for start in range(0, len(rids), step):
+            part_rids, part_texts = rids[start:start + step], texts[start:start + step]
             _embed_windows(store, embedder, schema, table, part_rids, part_texts,
                            _offset(progress, done, total, len(part_rids)))
             done += len(part_rids)
             report.embedded += len(part_rids)
             key = f"{schema}.{table}"
             report.tables[key] = report.tables.get(key, 0) + len(part_rids)
+            if limit is not None and done >= limit:
+                return report
     return report
 
 
