@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mount_helpers import Mount, base_env, build_store, needs_fuse, start_mount, stop_mount
+from mount_helpers import Mount, needs_fuse, serve
 
 from conftest import fact, turn
 
@@ -29,12 +29,7 @@ RECORDS = [
 
 @pytest.fixture(scope="module")
 def mounted(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("edits")
-    env = base_env(tmp)
-    build_store(tmp, RECORDS, env)
-    mount = start_mount(tmp, env)
-    yield mount
-    stop_mount(mount)
+    yield from serve(tmp_path_factory.mktemp("edits"), RECORDS)
 
 
 def sh(script: str, cwd: Path) -> None:
