@@ -15,6 +15,9 @@ from recallfs.mount.registry import RuntimeDirError, socket_candidates
 
 __all__ = ["LOCK_WAIT_S", "ControlError", "DaemonBrokeOff", "open_unless_mounted", "request"]
 LOCK_WAIT_S = 120.0  # how long a CLI command waits for a store another process holds
+# A live daemon answers a ping at once (its loop never waits on DuckDB): one that does not within this is
+# stopped or hung, and a request to it would wait for its whole timeout (an hour for an ingest).
+PING_S = 10.0
 
 
 def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0) -> dict[str, Any] | None:
@@ -23,12 +26,18 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
     raw = None
     try:
         for path in socket_candidates(store):
+            if payload.get("op") != "ping" and not _answers(path, store, min(PING_S, timeout)):
+                continue  # no daemon listens there
             raw = _exchange(path, payload, timeout)
             if raw is not None:
                 break
     except RuntimeDirError as exc:
         raise ControlError(str(exc)) from None
-    except OSError as exc:  # a daemon that broke off or timed out (the store is there; its daemon is not well)
+    except TimeoutError:
+        if payload.get("op") == "ping":
+            raise _unresponsive(store) from None
+        raise DaemonBrokeOff(f"the daemon holding {store} did not answer within {timeout:.0f} s") from None
+    except OSError as exc:  # a daemon that broke off (the store is there; its daemon is not well)
         raise DaemonBrokeOff(f"the daemon holding {store} did not answer: {exc.strerror or exc}") from None
     if raw is None:
         return None
@@ -39,6 +48,21 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
     if not reply.get("ok"):
         raise ControlError(str(reply.get("error", "unknown error")), code=reply.get("code"))
     return reply
+
+
+def _answers(path: Path, store: str | Path, timeout: float) -> bool:
+    """Whether a daemon listens at `path`; ControlError, before anything is sent, when one is there but
+    does not answer a ping."""
+    try:
+        return _exchange(path, {"op": "ping"}, timeout) is not None
+    except TimeoutError:
+        raise _unresponsive(store) from None
+
+
+def _unresponsive(store: str | Path) -> ControlError:
+    return ControlError(f"the daemon holding {store} does not answer (stopped, or hung), so nothing was sent to "
+                        "it: `recallfs status` shows its state; `recallfs umount` detaches its mount, and "
+                        "`recallfs mount` starts a new one")
 
 
 def _exchange(path: Path, payload: dict[str, Any], timeout: float) -> bytes | None:

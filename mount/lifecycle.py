@@ -29,6 +29,7 @@ from recallfs.mount.mount_config import MountConfig, MountError
 log = logging.getLogger("recallfs.mount")
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
+KILL_TIMEOUT_S = 5.0
 
 
 # -- the mount point ----------------------------------------------------------------------------------
@@ -107,9 +108,9 @@ def unmount(mountpoint: Path) -> str:
         while registry.pid_alive(state.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         if registry.pid_alive(state.pid):
-            raise MountError(f"the daemon (pid {state.pid}) did not stop in {STOP_TIMEOUT_S:.0f} s; "
-                             f"see {state.log}")
-        done.append(f"stopped the daemon (pid {state.pid})")
+            done.append(_kill(state.pid, state.log))
+        else:
+            done.append(f"stopped the daemon (pid {state.pid})")
     if registry.mount_type(mountpoint) is not None:
         ok, problem = registry.lazy_unmount(mountpoint)
         if not ok:
@@ -122,6 +123,19 @@ def unmount(mountpoint: Path) -> str:
     if not done:
         raise MountError(f"{mountpoint} is not mounted")
     return f"unmounted {mountpoint}: " + ", ".join(done)
+
+
+def _kill(pid: int, log: str) -> str:
+    """A daemon that did not stop on SIGTERM (stopped with SIGSTOP, or hung) is killed: the user asked
+    for the mount to go, and what the daemon committed is in the store (DuckDB replays its WAL)."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_TIMEOUT_S
+    while registry.pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if registry.pid_alive(pid):  # stuck in the kernel (uninterruptible): nothing more to do from here
+        raise MountError(f"the daemon (pid {pid}) did not stop in {STOP_TIMEOUT_S:.0f} s, nor when killed; see {log}")
+    return (f"killed the daemon (pid {pid}), which did not stop in {STOP_TIMEOUT_S:.0f} s (what it committed is "
+            f"in the store; its log: {log})")
 
 
 def mount_status(timeout: float = 3.0) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -283,6 +284,28 @@ def test_a_deleted_store_file_refuses_writes_and_health_says_failing(fresh: Moun
     assert health["state"] == "failing" and "was deleted while it was open" in health["problems"][0], health
     assert not any("f-lost" in n for n in os.listdir(fresh.path / "facts"))  # reads still serve
     assert not Path(str(fresh.store) + ".wal").exists()  # nothing a restored file would have replayed into it
+
+
+def test_a_daemon_that_does_not_answer_is_named_at_once_and_umount_ends_it(fresh: Mount, tmp_path: Path) -> None:
+    """A stopped (or hung) daemon: `recallfs recall` waited for an hour on its socket, and `recallfs umount`
+    gave up after 30 s and left the mount, so `recallfs mount` refused the point. Now the CLI pings first
+    and says so, and umount kills what SIGTERM did not stop."""
+    pid = fresh.mount_info()["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        proc = fresh.cli("recall", "commit messages", check=False, timeout=120)
+        assert proc.returncode == 1 and "does not answer (stopped, or hung)" in proc.stderr, proc.stderr
+        data = write_jsonl(tmp_path / "late.jsonl", [fact("late-1", "Sent to a stopped daemon", id="f-late")])
+        proc = fresh.cli("ingest", str(data), check=False, timeout=120)
+        assert proc.returncode == 1 and "so nothing was sent to it" in proc.stderr, proc.stderr
+        gone = fresh.cli("umount", str(fresh.path), timeout=120).stdout
+        assert f"killed the daemon (pid {pid})" in gone and "detached the mount" in gone, gone
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert not is_mounted(fresh.path)
+    again = start_mount(fresh.path.parent, fresh.env)
+    assert "maya-prefers-short-commit-messages--f-pref.md" in os.listdir(again.path / "facts")
 
 
 def test_ingest_while_mounted_shows_at_once(fresh: Mount, tmp_path: Path) -> None:
