@@ -74,13 +74,15 @@ async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, repl
             return
         await ops.refresh_health()
 
-        first = backlog.waiting
+        first, parts = backlog.waiting, [0]
 
         def embed() -> int:  # on the writer thread; one part of the backlog
             done = embed_new_rows(store, IngestReport(partitions=set(store.workspaces())), embedder=embedder,
                                   limit=BACKLOG_PART)
+            parts[0] += done
             backlog.waiting = count_backlog(store)  # what is left: more parts, or the model did not load
-            backlog.embedded = max(first - backlog.waiting, 0)  # an ingest between parts embeds the rest
+            # an ingest between parts embeds the rest; a replica's first rows were not counted before
+            backlog.embedded = max(first - backlog.waiting, parts[0])
             return done
 
         # In parts, each through the writer on its own: an ingest or an inbox/ write waits for one part
