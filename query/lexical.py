@@ -145,24 +145,21 @@ def search_calibrated(
     cur = store.cursor()
     state = index_state(store, schema, table)
     ranked: dict[int, float] = {}
-    floor, scan = 0, terms
+    floor = 0
     if state.watermark > 0:
         bm25 = _bm25(store, schema, table, terms, state)
         if bm25.any():
             top = bm25.top(allowed_rids(store, schema, table, where, params), limit)
             ranked = {rid: lexical_score(raw, bm25.ceiling) for rid, raw in top}
-        scan = [t for t in terms if unspaced(t)]
-        if ranked or bm25.knows_every_stem or not scan:
+        if ranked or bm25.knows_every_stem:
             floor = state.max_rid
     # Rows above the watermark are BM25-scored from the delta (query/fts_delta.py) when there is an
-    # index. With none yet, rows are scanned by substring. With one, when BM25 finds nothing and some
-    # query word is not a term of the index, the words of scripts written without spaces (ranking/
-    # text.unspaced: a word split differently from the index's split) are looked for by substring in
-    # every row; a word of a spaced script is not, since what a substring finds there is another word
-    # ("tab" in "database", "ice" in "noticed"), and it scored as a full match. (A scan of every row
+    # index. With none yet, or when BM25 finds nothing and some query word is not a term of the index
+    # (a word split differently, e.g. in scripts written without spaces), rows are scanned: all of
+    # them in the second case (see _search_fresh for how a word is looked for). (A scan of every row
     # takes ~0.5 s at 300k facts: it is not run when every word is a known term that the caller's rows
     # just do not hold.)
-    fresh = _search_fresh(cur, schema, table, scan, floor, where, params, limit) if state.max_rid > floor else []
+    fresh = _search_fresh(cur, schema, table, terms, floor, where, params, limit) if state.max_rid > floor else []
     if not fresh:
         return ranked
     # Interleave so fresh rows are visible at once without pushing out the best indexed ones.
@@ -229,17 +226,30 @@ def _search_fresh(
     params: list[object],
     limit: int,
 ) -> list[tuple[int, int]]:
-    """(rid, number of terms it contains), most first."""
-    # strip_accents(lower(...)) mirrors ranking/text.fold; each term is a bound LIKE pattern, escaped.
-    patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
-    hits = " + ".join(
-        "CASE WHEN strip_accents(lower(m.search_text)) LIKE ? ESCAPE '\\' THEN 1 ELSE 0 END" for _ in patterns
-    )
+    """(rid, number of terms it contains), most first.
+
+    A word of a script written without spaces (ranking/text.unspaced) is looked for anywhere in the
+    text: there words run together. Any other word only where a word starts ("postgres" in
+    "postgresql", "json" in "jsonl"): inside another word it is a different word ("tab" in "database",
+    "unit" in "junit", "ice" in "noticed"), and it would score as a full match."""
+    # strip_accents(lower(...)) mirrors ranking/text.fold; each term is a bound LIKE pattern, escaped,
+    # and a word-start pattern (RE2) after it for the spaced scripts.
+    text = "strip_accents(lower(m.search_text))"
+    hits: list[str] = []
+    args: list[object] = []
+    for t in terms:
+        like = "%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        if unspaced(t):
+            hits.append(f"CASE WHEN {text} LIKE ? ESCAPE '\\' THEN 1 ELSE 0 END")
+            args.append(like)
+        else:
+            hits.append(f"CASE WHEN {text} LIKE ? ESCAPE '\\' AND regexp_matches({text}, ?) THEN 1 ELSE 0 END")
+            args += [like, r"(?:^|[^\pL\pN])" + re.escape(t)]
     rows = cur.execute(
         f"""SELECT rid, matched FROM (
-                SELECT m.rid, ({hits}) AS matched FROM {schema}.{table} m WHERE m.rid > ? AND {where})
+                SELECT m.rid, ({" + ".join(hits)}) AS matched FROM {schema}.{table} m WHERE m.rid > ? AND {where})
             WHERE matched > 0 ORDER BY matched DESC, rid DESC LIMIT ?""",
-        [*patterns, floor, *params, limit],
+        [*args, floor, *params, limit],
     ).fetchall()
     return [(int(r[0]), int(r[1])) for r in rows]
 

@@ -281,18 +281,23 @@ def test_a_known_word_the_caller_cannot_read_sends_no_substring_scan(store):
 
 
 @pytest.mark.parametrize(("query", "expected"), [
-    ("tes", []),  # inside "test" and "nextest": another word, not a match
-    ("ext", []),  # inside "nextest" and "next": another word, not a match
-    ("offs", []),  # inside "offsite"
-    ("cafe offs", ["f3"]),  # one word matches by BM25: the other is not looked for inside words
+    ("est", []),  # inside "test" and "nextest": another word, not a match
+    ("ext", []),  # inside "nextest" and "next"
+    ("ello", []),  # inside "hello"
+    ("ивет", []),  # inside "привет"
+    ("hel", ["f2"]),  # where "hello" starts: a word-start match, as "postgres" finds "postgresql"
+    ("offs", ["f3"]),  # where "offsite" starts
+    ("прив", ["f4"]),
+    ("cafe ello", ["f3"]),  # one word matches by BM25: the other is not looked for at all
     ("東京", ["f5"]),  # a script without spaces: found inside the run of text
     ("会議", ["f5"]),
     ("タワー", ["f5"]),
 ])
-def test_a_word_no_memory_holds_finds_no_memory_that_only_contains_it(store, query, expected):
+def test_a_word_no_memory_holds_finds_only_memories_with_a_word_it_starts(store, query, expected):
     """A query word the index has never seen used to be looked for by substring in every row, in any
     script, and such a row scored as a full match: "tab" brought every fact about a database, at the top
-    score. Only words of scripts written without spaces are looked for inside longer text now."""
+    score. In a spaced script it now counts only where a word starts; in a script written without spaces
+    anywhere, as before."""
     assert ids(recall(store, ME, query, arm="lexical"))[:len(expected) or None] == expected
 
 
