@@ -45,16 +45,14 @@ class VectorBacklog:
 
 def count_backlog(store: Any) -> int:
     """Rows without a vector from the store's model, in a store that has vectors (0 otherwise)."""
-    from recallfs.query.migrations import MEMORY_TABLES
     from recallfs.query.vector_meta import stored_model
-    from recallfs.query.vector_write import missing_count
+    from recallfs.query.vector_write import missing_in
 
     cur = store.cursor()
     stored = stored_model(cur)
     if stored is None:
         return 0
-    schemas = [s for s in (store.partition(o, w) for o, w in store.workspaces()) if s]
-    return sum(missing_count(cur, schema, table, stored.model) for schema in schemas for table in MEMORY_TABLES)
+    return missing_in(cur, [s for s in (store.partition(o, w) for o, w in store.workspaces()) if s], stored.model)
 
 
 async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, replayed: bool = False) -> None:

@@ -5,9 +5,9 @@ Such a file carries, beside the JSONL schema's fields, what the store derives: i
 arrival time, source and whether it is current. Those are dropped, `table` gives the `type` (and
 fields other tables refuse, rendered for all, go), and the body loses what rendering added to the
 content (a turn's `speaker: `, a summary's `# title`, an image's caption line). The `id` stays, so
-the file is a new
-version of the same memory, or nothing at all when it says what a stored version says. A recall hit's
-file is refused, pointing at the memory's own file: it leaves out fields such as `visibility`.
+the file is a new version of the same memory, or nothing at all when it says what a stored version
+says. A recall hit's file is refused, pointing at the memory's own file: it leaves out fields such as
+`visibility`.
 
 The links a rendered file shows (`supersedes: [f-a/v1]`, `superseded_by`) are resolved from every
 version's links, slots included, not the stored ones, so they are dropped too. A new version written
@@ -24,13 +24,14 @@ from dataclasses import replace
 from typing import Any
 
 from recallfs.query.currentness import HEAD_ORDER
+from recallfs.query.ids import MEMORY_ID
 from recallfs.query.records import FACT_ONLY, TYPE_TO_TABLE, MemoryRecord
 from recallfs.query.store import Store
 
 _TYPES = {table: rtype for rtype, table in TYPE_TO_TABLE.items()}
 # Fields only the mount writes in a memory file (render.memory_fields).
 _DERIVED = ("table", "version", "ingested_at", "current", "source")
-_VERSION_REF = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}/v\d+$")  # lineage.Ref.name
+_VERSION_REF = re.compile(rf"^{MEMORY_ID.pattern}/v\d+$")  # lineage.Ref.name
 
 
 def is_rendered(fields: dict[str, Any]) -> bool:

@@ -21,7 +21,6 @@ from recallfs.query.fts_freshness import record_repairs, stale_fts
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
 from recallfs.query.lexical import build_fts
-from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 
@@ -178,10 +177,9 @@ def embed_new_rows(
 
 
 def _missing(cur: Cursor, schemas: list[str], model: str) -> int:
-    """Rows of these partitions with no vector from `model`."""
-    from recallfs.query.vector_write import missing_count
+    from recallfs.query.vector_write import missing_in
 
-    return sum(missing_count(cur, schema, table, model) for schema in schemas for table in MEMORY_TABLES)
+    return missing_in(cur, schemas, model)
 
 
 def _check_model(store: Store, embedder: Any) -> None:

@@ -56,6 +56,11 @@ def missing_count(cur: Cursor, schema: str, table: str, model: str) -> int:
     return int(row[0]) if row else 0
 
 
+def missing_in(cur: Cursor, schemas: Iterable[str], model: str) -> int:
+    """Rows of these partitions, every memory table, without a vector from `model`."""
+    return sum(missing_count(cur, schema, table, model) for schema in schemas for table in MEMORY_TABLES)
+
+
 def _missing_rows(cur: Cursor, schema: str, table: str, model: str,
                   limit: int | None = None) -> tuple[np.ndarray, list[str]]:
     rows = cur.execute(
