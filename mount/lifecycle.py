@@ -4,7 +4,8 @@
   --foreground, starts the daemon in a new session (`python -m recallfs.mount.daemon`, given the resolved
   settings, logging to the runtime directory) and returns once the daemon says the mount is ready, or
   says why it is not.
-- `unmount` sends the daemon SIGTERM, which unmounts cleanly; a dead mount is detached (fusermount3 -uz).
+- `unmount` sends the daemon SIGTERM (and SIGCONT, so a stopped one wakes to it), which unmounts cleanly;
+  one that does not stop in 30 s is killed; a dead mount is detached (fusermount3 -uz).
 - `mount_status` reports every recorded mount with its health (mount/health.py).
 
 Exit codes: 0 mounted / clean unmount; 1 an error explained on stderr or in the daemon's log.
@@ -12,6 +13,7 @@ Exit codes: 0 mounted / clean unmount; 1 an error explained on stderr or in the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -103,14 +105,7 @@ def unmount(mountpoint: Path) -> str:
     state = registry.read_state(mountpoint)
     done = []
     if state is not None and registry.pid_alive(state.pid):
-        os.kill(state.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while registry.pid_alive(state.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if registry.pid_alive(state.pid):
-            done.append(_kill(state.pid, state.log))
-        else:
-            done.append(f"stopped the daemon (pid {state.pid})")
+        done.append(stop_daemon(state.pid, state.log))
     if registry.mount_type(mountpoint) is not None:
         ok, problem = registry.lazy_unmount(mountpoint)
         if not ok:
@@ -125,17 +120,28 @@ def unmount(mountpoint: Path) -> str:
     return f"unmounted {mountpoint}: " + ", ".join(done)
 
 
-def _kill(pid: int, log: str) -> str:
-    """A daemon that did not stop on SIGTERM (stopped with SIGSTOP, or hung) is killed: the user asked
-    for the mount to go, and what the daemon committed is in the store (DuckDB replays its WAL)."""
+def stop_daemon(pid: int, log: str, stop_timeout: float = STOP_TIMEOUT_S) -> str:
+    """SIGTERM, and SIGCONT after it: a daemon stopped with SIGSTOP (or ^Z) then wakes to the pending
+    SIGTERM and unmounts cleanly, instead of waiting out the timeout to be killed. One that still does
+    not stop (hung) is killed: the user asked for the mount to go, and what the daemon committed is in
+    the store (DuckDB replays its WAL)."""
+    os.kill(pid, signal.SIGTERM)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGCONT)
+    if _gone(pid, stop_timeout):
+        return f"stopped the daemon (pid {pid})"
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + KILL_TIMEOUT_S
+    if not _gone(pid, KILL_TIMEOUT_S):  # stuck in the kernel (uninterruptible): nothing more to do from here
+        raise MountError(f"the daemon (pid {pid}) did not stop in {stop_timeout:.0f} s, nor when killed; see {log}")
+    return (f"killed the daemon (pid {pid}), which did not stop in {stop_timeout:.0f} s (what it committed is "
+            f"in the store; its log: {log})")
+
+
+def _gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
     while registry.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if registry.pid_alive(pid):  # stuck in the kernel (uninterruptible): nothing more to do from here
-        raise MountError(f"the daemon (pid {pid}) did not stop in {STOP_TIMEOUT_S:.0f} s, nor when killed; see {log}")
-    return (f"killed the daemon (pid {pid}), which did not stop in {STOP_TIMEOUT_S:.0f} s (what it committed is "
-            f"in the store; its log: {log})")
+    return not registry.pid_alive(pid)
 
 
 def mount_status(timeout: float = 3.0) -> list[dict[str, Any]]:
