@@ -159,6 +159,10 @@ def _ingested(path: Path, summary: dict[str, Any], how: str = "") -> str:
     left = summary.get("embedded", 0) - summary["written"]  # rows an earlier ingest stopped before embedding
     if left > 0:
         tail += f"; embedded {left:,} rows an earlier ingest left without vectors"
+    if summary.get("dated_ahead"):
+        tail += (f"; {summary['dated_ahead']:,} dated after this machine's clock (the latest "
+                 f"{summary['dated_ahead_latest'].replace('T', ' ')}): the newest version of a memory or slot is "
+                 "its current one, so each stays current until a newer-dated record arrives")
     historical = summary.get("historical", 0)
     older = f", {historical} older than their memory's current version: history only" if historical else ""
     return (f"ingested {path}: {summary['written']} written ({summary['new_versions']} new versions{older}), "

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -24,7 +24,7 @@ from recallfs.query.currentness import rebuild_heads
 from recallfs.query.cursor import Cursor
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
-from recallfs.query.versioning import MemoryVersions, Outcome, decide
+from recallfs.query.versioning import MemoryVersions, Outcome, dated_ahead, decide
 
 
 class IngestError(ValueError):
@@ -53,6 +53,8 @@ class IngestReport:
     # full-text indexes found behind (an earlier ingest stopped before rebuilding them) and rebuilt
     fts_repaired: list[str] = field(default_factory=list)
     embedded: int = 0  # rows given vectors: this batch's, and any an earlier ingest left without
+    ahead: int = 0  # records written dated past this machine's clock (versioning.dated_ahead)
+    ahead_latest: datetime | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -64,6 +66,8 @@ class IngestReport:
             "workspaces": sorted(f"{o}/{w}" for o, w in self.partitions),
             "fts_repaired": list(self.fts_repaired),
             "embedded": self.embedded,
+            "dated_ahead": self.ahead,
+            "dated_ahead_latest": self.ahead_latest.isoformat() if self.ahead_latest else None,
         }
 
 
@@ -233,6 +237,8 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
             report.written_rids.setdefault(f"{schema}.{table}", []).append(rid)
             report.placed[index] = (schema, table, rid)
         report.written = len(accepted)
+        report.ahead, report.ahead_latest = dated_ahead((rec.created_at for _, rec, _, _ in accepted),
+                                                        datetime.now(UTC).replace(tzinfo=None))
         schemas = {schema for schema, _ in pending}
         with _staged(pending) as staged:
             _check_space(cur, store, sum(n for _, n in staged.values()), schemas)

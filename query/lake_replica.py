@@ -116,6 +116,9 @@ def _merge(into: IngestReport, report: IngestReport) -> None:
     into.unchanged += report.unchanged
     into.new_versions += report.new_versions
     into.historical += report.historical
+    into.ahead += report.ahead
+    if report.ahead_latest is not None:
+        into.ahead_latest = max(into.ahead_latest or report.ahead_latest, report.ahead_latest)
     into.partitions |= report.partitions
     for key, rids in report.written_rids.items():
         into.written_rids.setdefault(key, []).extend(rids)

@@ -15,11 +15,15 @@ with the same `created_at` the one that arrived last. So:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 
-__all__ = ["MemoryVersions", "Outcome", "decide", "is_newer"]
+__all__ = ["CLOCK_SKEW", "MemoryVersions", "Outcome", "dated_ahead", "decide", "is_newer"]
+# How far past this machine's clock a record may be dated before ingest says so: clocks of the hosts
+# that write a memory differ by seconds, not minutes.
+CLOCK_SKEW = timedelta(minutes=5)
 
 
 class Outcome(Enum):
@@ -56,3 +60,12 @@ def decide(known: MemoryVersions | None, content_hash: str, created_at: datetime
     if content_hash in known.hashes:
         return Outcome.UNCHANGED
     return Outcome.HEAD if is_newer(created_at, known.newest) else Outcome.HISTORICAL
+
+
+def dated_ahead(created: Iterable[datetime], now: datetime) -> tuple[int, datetime | None]:
+    """How many of these times (naive UTC) lie past `now` by more than CLOCK_SKEW, and the latest. Such a
+    record is still stored as written (synthetic or imported sets are dated ahead on purpose), but as the
+    newest of its memory or slot it stays current until a newer-dated one arrives: a fact written now
+    (an `inbox/` file, say) does not replace it, so ingest says so."""
+    ahead = [t for t in created if t > now + CLOCK_SKEW]
+    return len(ahead), max(ahead, default=None)

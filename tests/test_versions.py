@@ -4,12 +4,12 @@ The rules from a table (query/versioning.py), then on real stores through the re
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
 from recallfs.query.store import Store
-from recallfs.query.versioning import MemoryVersions, Outcome, decide
+from recallfs.query.versioning import CLOCK_SKEW, MemoryVersions, Outcome, dated_ahead, decide
 
 from conftest import fact, snapshot, turn, write_jsonl
 
@@ -37,6 +37,36 @@ def known(*versions: tuple[str, datetime]) -> MemoryVersions:
 ])
 def test_decide(stored, content_hash, created_at, outcome):
     assert decide(stored, content_hash, created_at) is outcome
+
+
+NOW = datetime(2026, 11, 28, 12, 0)
+
+
+@pytest.mark.parametrize(("created", "expected"), [
+    ([], (0, None)),
+    ([JAN, NOW], (0, None)),
+    ([NOW + CLOCK_SKEW], (0, None)),  # within a clock's skew: not reported
+    ([NOW + CLOCK_SKEW + timedelta(seconds=1)], (1, NOW + CLOCK_SKEW + timedelta(seconds=1))),
+    ([datetime(2099, 1, 1), JAN, datetime(2027, 1, 1)], (2, datetime(2099, 1, 1))),
+])
+def test_dated_ahead(created, expected):
+    assert dated_ahead(created, NOW) == expected
+
+
+def test_a_record_dated_ahead_is_stored_and_the_summary_says_it_stays_current(tmp_path, cli, store_path):
+    """A fact dated 2099 (a wrong clock, a synthetic set) is the newest of its slot, so a fact written
+    now does not replace it; the ingest that stores it says so, rather than the agent finding out later."""
+    ahead = fact("deploy-1", "The deploy target is mars", id="f-mars", slot="deploy.target",
+                 created_at="2099-01-01T00:00:00Z")
+    out = cli("ingest", str(write_jsonl(tmp_path / "ahead.jsonl", [ahead])), check=True).stdout
+    assert ("1 written (0 new versions), 0 unchanged, into acme/proj; 1 dated after this machine's clock "
+            "(the latest 2099-01-01 00:00:00): the newest version of a memory or slot is its current one, so "
+            "each stays current until a newer-dated record arrives") in out, out
+    now = fact("deploy-2", "The deploy target is venus", id="f-venus", slot="deploy.target",
+               created_at=datetime.now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+    out = cli("ingest", str(write_jsonl(tmp_path / "now.jsonl", [now])), check=True).stdout
+    assert "dated after" not in out
+    assert heads(store_path) == [("f-mars", 1, "active", "The deploy target is mars")]
 
 
 def test_the_newest_is_kept_whatever_the_arrival_order():
