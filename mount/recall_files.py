@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from recallfs.mount import render
-from recallfs.mount.entries import RECALL_DEP, Entry, RecallSnapshot, blob
+from recallfs.mount.entries import Dep, Entry, RecallSnapshot, blob
 from recallfs.mount.names import describe, encode_value, fact_name, hit_name, slug, turn_name
 from recallfs.mount.paths import Kind
 from recallfs.query.readable import Row
@@ -26,7 +26,9 @@ def snapshot(query: str, result: RecallResult, mountpoint: str = "",
     from recallfs.query.formats import render_context, render_json
 
     width = max(2, len(str(result.offset + len(result.hits))))
-    deps = frozenset({RECALL_DEP})
+    # A run's files never change, nor does its listing: a write makes a new run (a new directory inode,
+    # which recall/.results/<q> is looked up to on every use), so no binding here is ever stale.
+    deps: frozenset[Dep] = frozenset()
     entries: list[Entry] = []
     if result.entity is not None:
         data = render_card(result.entity, mountpoint)

@@ -154,6 +154,30 @@ def test_recall_listing_and_expiry(mounted: Mount) -> None:
     assert mounted.mount_info()["detail"]["invalidations"] > invalidations
 
 
+def test_an_ingest_sends_no_invalidation_per_recall_directory(mounted: Mount, tmp_path: Path) -> None:
+    """An ingest used to tell the kernel to drop every recall/.results/<q> name it held, and each of those
+    invalidate_entry calls waits for the directory's lock, which every lookup running a recall holds: with
+    8 readers asking distinct queries a 20-row ingest took 29 s instead of 1.3. Those names are now looked
+    up again on every use, so an ingest's invalidations do not grow with the recall directories in use,
+    and the next `ls` still shows the new run."""
+    m = mounted.path
+
+    def ingest(n: int) -> int:
+        before = mounted.mount_info()["detail"]["invalidations"]
+        mounted.cli("ingest", str(write_jsonl(tmp_path / f"inv-{n}.jsonl", [
+            fact(f"inv-{n}", f"heron invalidation probe {n}", id=f"f-inv-{n}", kind="decision")])))
+        return int(mounted.mount_info()["detail"]["invalidations"] - before)
+
+    quiet = ingest(0)
+    queries = [f"heron queue shard {i}" for i in range(7)] + [f"walk fact {i}" for i in range(33)]
+    for q in queries:
+        hits = [n for n in os.listdir(m / "recall" / q) if n.endswith(".md")]
+        assert hits and (m / "recall" / q / hits[0]).read_bytes().startswith(b"---\n")
+    busy = ingest(1)
+    assert busy <= quiet + 2, (quiet, busy)  # not one (or more) per recall directory
+    assert any("invalidation-probe-1" in n for n in os.listdir(m / "recall" / "heron invalidation probe 1"))
+
+
 def test_every_write_is_erofs_once_open_is_declined(mounted: Mount) -> None:
     m = mounted.path
     index = m / "index.md"
