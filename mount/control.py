@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from recallfs.mount.control_auth import Access, ControlError, peer_of
+from recallfs.mount.control_auth import STORED, Access, ControlError, peer_of
 from recallfs.mount.control_options import options_from_payload
 from recallfs.mount.control_socket import serve_socket
 from recallfs.query.settings import Settings
@@ -122,7 +122,7 @@ class ControlServer:
     async def _write(self, load: Callable[[], list[Any]]) -> dict[str, Any]:
         """load()'s records ingested in one transaction (`recallfs ingest`'s path), on a worker thread, then
         what they changed invalidated in every view; a refusal writes nothing."""
-        from recallfs.query.ingest import IngestError
+        from recallfs.query.ingest import DiskFullError, IngestError
         from recallfs.query.ingest_file import IndexRefreshError
         from recallfs.query.store import StoreError
 
@@ -130,13 +130,19 @@ class ControlServer:
         embedder = self.embedder()
         if store.read_only:
             raise ControlError(f"ingest refused, nothing written: the store {store.path} is served read-only "
-                               "(its file system or file is not writable)")
+                               "(its file system or file is not writable)", code="EROFS")
+        # `code`: the errno an inbox/ file's close answers with (README, errno table): a refusal that is the
+        # store's, not the file's, must not tell its writer to fix the file.
         try:
             report = await self.ops.write_store(lambda: self.backend.ingest(store, load(), embedder=embedder))
+        except DiskFullError as exc:
+            raise ControlError(f"ingest refused, nothing written: {exc}", code="ENOSPC") from None
         except IngestError as exc:
             raise ControlError(f"ingest refused, nothing written: {exc}") from None
-        except (IndexRefreshError, StoreError) as exc:  # their messages say what was and was not written
-            raise ControlError(str(exc)) from None
+        except IndexRefreshError as exc:  # written: the message says what is missing
+            raise ControlError(str(exc), code=STORED) from None
+        except StoreError as exc:  # the store takes no writes (its file deleted or replaced)
+            raise ControlError(str(exc), code="EROFS") from None
         return {"ok": True, "report": report.as_dict()}
 
     async def _inbox(self, req: dict[str, Any], writer: Principal) -> dict[str, Any]:

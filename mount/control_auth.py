@@ -32,6 +32,11 @@ _REMOVE = "if no recallfs daemon of yours serves this store, remove it"
 OWNER_ONLY = frozenset({"ingest", "counts", "inbox"})
 
 
+# A ControlError's code for a write that was committed though what follows it failed (the disk filled
+# before the indexes were refreshed): the memory is stored, and an inbox/ file's close succeeds.
+STORED = "STORED"
+
+
 class ControlError(RuntimeError):
     """The daemon answered with an error, or cannot be trusted; the message is for the user. `code`: an
     errno name a file system answers the error with (the inbox: EACCES for a policy that denies writes)."""

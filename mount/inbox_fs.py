@@ -34,6 +34,18 @@ REJECTED_NAME = ".rejected"
 Remember = Callable[[int, str, bytes], "tuple[int, str] | None"]
 
 
+KILLED = 0  # not an errno: the writer was killed, and its close answers nothing
+# What the writer of a refused file can do, by the errno its close answered with: only a refusal of the
+# file itself asks for the file to be fixed (the store's own state, or a policy, is not the file's fault).
+AFTER_REFUSAL = {
+    errno.EINVAL: "Fix the file and write it again.",
+    errno.ENOSPC: "Write it again once the disk holding the store has room.",
+    errno.EROFS: "Write it again once the store takes writes (`recallfs status` says why it does not).",
+    errno.ENOTCONN: "Write it again once the store is mounted again.",
+    KILLED: "Write the whole file again.",
+}
+
+
 class InboxOps(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
@@ -218,17 +230,18 @@ class InboxOps(pyfuse3.Operations):
         killed = killed_by(pending.pid)
         if killed:  # the kernel closes a killed writer's files: what it wrote is not a whole file
             self._refused(pending, f"the writer (pid {pending.pid}) was killed by signal {killed} before it "
-                                   "closed the file")
+                                   "closed the file", KILLED)
             return
         refused = await self._remembered(pending)
         if refused is None:
             self._drop(pending)
             return
-        self._refused(pending, refused[1])
+        self._refused(pending, refused[1], refused[0])
         raise pyfuse3.FUSEError(refused[0])
 
-    def _refused(self, pending: Pending, reason: str) -> None:
-        note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. Fix the file and write it again.\n"
+    def _refused(self, pending: Pending, reason: str, number: int) -> None:
+        after = AFTER_REFUSAL.get(number, "")
+        note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. {after}".rstrip() + "\n"
         key = (pending.uid, rejected_name(pending.name))
         old = self.rejected.get(key)
         if old is not None:

@@ -19,6 +19,7 @@ def forward_to(store: str) -> Remember:
     """`remember` through the control socket of the daemon holding `store` (op "inbox")."""
     import base64
 
+    from recallfs.mount.control_auth import STORED
     from recallfs.mount.control_client import ControlError, request
 
     def remember(uid: int, name: str, data: bytes) -> tuple[int, str] | None:
@@ -26,6 +27,8 @@ def forward_to(store: str) -> Remember:
         try:
             reply = request(store, payload, timeout=600)
         except ControlError as exc:
+            if exc.code == STORED:  # committed; only an index refresh after it failed (the daemon logs it)
+                return None
             return getattr(errno, exc.code or "", errno.EINVAL), str(exc)
         if reply is None:
             return errno.ENOTCONN, "the daemon holding the store is gone: nothing was stored"

@@ -194,6 +194,34 @@ def test_a_policy_that_denies_writes_gets_eacces(tmp_path: Path) -> None:
         stop_mount(mount)
 
 
+def test_a_full_disk_under_the_store_is_enospc_and_the_note_does_not_blame_the_file(tmp_path: Path, disk: Path) -> None:
+    """The store on a real, full tmpfs: the close of an inbox/ file answered EINVAL ("Invalid argument")
+    and its note said "Fix the file and write it again", though nothing was wrong with the file. Now the
+    close says ENOSPC, the note says to write it again once the disk has room, and that works."""
+    from fault_helpers import fill
+
+    env = base_env(tmp_path, RECALLFS_STORE=str(disk / "store.duckdb"))
+    build_store(tmp_path, SAMPLE, env)
+    mount = start_mount(tmp_path, env)
+    try:
+        before = counts(mount)
+        filler = fill(disk, 0)
+        note = "---\nkind: fact\n---\nThe staging database moved to pg-delta on a full disk.\n"
+        with pytest.raises(OSError) as info:
+            with open(mount.path / "inbox" / "full.md", "w") as fh:
+                fh.write(note)
+        assert info.value.errno == errno.ENOSPC
+        said = (mount.path / "inbox" / ".rejected" / "full.md").read_text()
+        assert "is full" in said and "Write it again once the disk holding the store has room." in said, said
+        assert "Fix the file" not in said
+        assert counts(mount) == before
+        filler.unlink()
+        (mount.path / "inbox" / "full.md").write_text(note)
+        assert facts_named(mount, "staging-database-moved-to-pg-delta")
+    finally:
+        stop_mount(mount)
+
+
 def test_the_issue_s_example_as_printed(mounted: Mount) -> None:
     """issue 17's must-show, as the README prints it: the write returns after the commit, the recall lists
     it first, and its file names the writer's agent."""
