@@ -27,7 +27,7 @@ def forward_to(store: str) -> Remember:
         try:
             reply = request(store, payload, timeout=600)
         except ControlError as exc:
-            if exc.code == STORED:  # committed; only an index refresh after it failed (the daemon logs it)
+            if exc.code == STORED:  # committed; only the index refresh after it failed (health shows the index)
                 return None
             return getattr(errno, exc.code or "", errno.EINVAL), str(exc)
         if reply is None:
