@@ -10,6 +10,8 @@ import subprocess
 import pytest
 from mount_helpers import Mount, module_mount, needs_fuse
 
+from conftest import RECALLFS
+
 pytestmark = [needs_fuse, pytest.mark.mount]
 
 
@@ -68,3 +70,18 @@ def test_mkdir_in_recall_is_file_exists_because_every_name_there_exists(mounted:
     with pytest.raises(OSError) as exc:
         os.mkdir(mounted.path / "recall" / ".not-a-query")
     assert exc.value.errno == errno.EROFS
+
+
+def test_the_recallfs_command_and_python_run_from_inside_recall(mounted: Mount) -> None:
+    """Under recall/ every name is a directory (a query), so a relative path that a program stats there
+    exists. setuptools' default editable install finds the `recallfs` namespace through such a path (a
+    placeholder on sys.path): `recallfs` run from recall/ said "No module named 'recallfs'" and left the
+    placeholder in recall/ as a query. `make setup` installs a link tree instead (the Makefile says why)."""
+    recall = mounted.path / "recall"
+    before = set(os.listdir(recall))
+    for args in ([str(RECALLFS), "status", "--store", str(mounted.store)],
+                 [str(RECALLFS), "recall", "--arm", "lexical", "separator", "-k", "1"],
+                 [str(RECALLFS.parent / "python"), "-c", "import json, recallfs.mount.cli"]):
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=recall, env=mounted.env)
+        assert proc.returncode == 0, f"{args[-1]}: {proc.stderr}"
+    assert set(os.listdir(recall)) == before  # nothing a program probed became a recent query
