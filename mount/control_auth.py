@@ -87,13 +87,14 @@ def check_socket_file(path: Path) -> bool:
     raise ControlError(f"refusing to use {path}: {why}; {_REMOVE}")
 
 
-def check_listener(path: Path, sock: socket.socket) -> None:
+def check_listener(path: Path, sock: socket.socket) -> Peer:
     """After connect, before sending: the listening process must run as the caller or as root (the file
-    checked before connecting may have been swapped since)."""
+    checked before connecting may have been swapped since). Returns it."""
     peer = peer_of(sock)
     if not _trusted(peer.uid):
         raise ControlError(f"refusing to use {path}: the process listening on it (pid {peer.pid}) runs as "
                            f"uid {peer.uid}, not as you or root; {_REMOVE}")
+    return peer
 
 
 # -- server ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.mount.control_auth import ControlError, DaemonBrokeOff, check_listener, check_socket_file
-from recallfs.mount.registry import RuntimeDirError, socket_candidates
+from recallfs.mount.registry import RuntimeDirError, pid_stopped, socket_candidates
 
 __all__ = ["LOCK_WAIT_S", "ControlError", "DaemonBrokeOff", "open_unless_mounted", "request"]
 LOCK_WAIT_S = 120.0  # how long a CLI command waits for a store another process holds
@@ -33,6 +33,9 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
                 break
     except RuntimeDirError as exc:
         raise ControlError(str(exc)) from None
+    except _Stopped as exc:
+        raise ControlError(f"the daemon holding {store} (pid {exc.pid}) is {exc.why}, so nothing was sent to it: "
+                           f"`kill -CONT {exc.pid}` resumes it, and `recallfs umount` stops it") from None
     except TimeoutError:
         if payload.get("op") == "ping":
             raise _unresponsive(store) from None
@@ -65,6 +68,12 @@ def _unresponsive(store: str | Path) -> ControlError:
                         "`recallfs mount` starts a new one")
 
 
+class _Stopped(Exception):
+    def __init__(self, pid: int, why: str) -> None:
+        super().__init__(why)
+        self.pid, self.why = pid, why
+
+
 def _exchange(path: Path, payload: dict[str, Any], timeout: float) -> bytes | None:
     """One request and its answer over the socket at `path`; None when no daemon listens there."""
     if not check_socket_file(path):
@@ -79,7 +88,10 @@ def _exchange(path: Path, payload: dict[str, Any], timeout: float) -> bytes | No
         except PermissionError:
             raise ControlError(f"cannot connect to {path}: permission denied (the daemon serving this store "
                                "accepts its own user and root, and on a --map-uid mount the mapped uids)") from None
-        check_listener(path, sock)
+        peer = check_listener(path, sock)
+        why = pid_stopped(peer.pid)
+        if why is not None:  # it would hold the request unanswered until resumed: say so now
+            raise _Stopped(peer.pid, why)
         sock.sendall(json.dumps(payload).encode() + b"\n")
         chunks = []
         while True:

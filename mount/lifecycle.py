@@ -145,7 +145,7 @@ def _gone(pid: int, timeout: float) -> bool:
 
 
 def mount_status(timeout: float = 3.0) -> list[dict[str, Any]]:
-    """Every recorded mount with its health: ok, unresponsive, dead (mount left behind) or stale."""
+    """Every recorded mount with its health: ok, stopped, unresponsive, dead (mount left behind) or stale."""
     from recallfs.mount.control_client import ControlError, request
 
     out = []
@@ -154,7 +154,11 @@ def mount_status(timeout: float = 3.0) -> list[dict[str, Any]]:
         mounted = registry.mount_type(Path(state.mountpoint)) is not None
         info: dict[str, Any] = {"mountpoint": state.mountpoint, "store": state.store, "pid": state.pid,
                                 "principal": state.principal, "started_at": state.started_at, "log": state.log}
-        if alive and mounted:
+        stopped = registry.pid_stopped(state.pid) if alive else None
+        if stopped is not None:  # it answers nothing until resumed, so nothing is asked of it
+            info["health"] = (f"stopped: the daemon (pid {state.pid}) is {stopped}: `kill -CONT {state.pid}` "
+                              f"resumes it, and `recallfs umount {state.mountpoint}` stops it")
+        elif alive and mounted:
             try:
                 reply = request(state.store, {"op": "ping"}, timeout=timeout)
             except (OSError, ControlError) as exc:

@@ -162,6 +162,15 @@ def remove_state(mountpoint: Path, pid: int | None = None) -> None:
     path.unlink(missing_ok=True)
 
 
+def _proc_state(pid: int) -> str | None:
+    """The process's state letter in /proc/<pid>/stat (R, S, D, T, t, Z, ...); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -169,12 +178,18 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A zombie (killed, not yet reaped by its parent) is not alive.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    state = _proc_state(pid)
+    return state is not None and state != "Z"  # a zombie (killed, not yet reaped by its parent) is not alive
+
+
+_STOPPED = {"T": "stopped (SIGSTOP, or ^Z)", "t": "stopped by a debugger"}
+
+
+def pid_stopped(pid: int) -> str | None:
+    """Why a live process cannot run now, or None. A stopped daemon still takes connections (the kernel
+    queues them) and answers nothing, so without this the CLI could only wait out its timeouts."""
+    state = _proc_state(pid)
+    return _STOPPED.get(state) if state is not None else None
 
 
 def _unescape(field: str) -> str:

@@ -296,10 +296,12 @@ def test_a_daemon_that_does_not_answer_is_named_at_once_and_umount_ends_it(fresh
     os.kill(pid, signal.SIGSTOP)
     try:
         proc = fresh.cli("recall", "commit messages", check=False, timeout=120)
-        assert proc.returncode == 1 and "does not answer (stopped, or hung)" in proc.stderr, proc.stderr
+        assert proc.returncode == 1 and f"(pid {pid}) is stopped (SIGSTOP, or ^Z)" in proc.stderr, proc.stderr
         data = write_jsonl(tmp_path / "late.jsonl", [fact("late-1", "Sent to a stopped daemon", id="f-late")])
         proc = fresh.cli("ingest", str(data), check=False, timeout=120)
         assert proc.returncode == 1 and "so nothing was sent to it" in proc.stderr, proc.stderr
+        said = fresh.cli("status", check=False, timeout=120).stdout
+        assert f"stopped: the daemon (pid {pid}) is stopped (SIGSTOP, or ^Z): `kill -CONT {pid}` resumes it" in said
         gone = fresh.cli("umount", str(fresh.path), timeout=120).stdout
         assert gone.strip() == f"unmounted {fresh.path}: stopped the daemon (pid {pid})", gone
     finally:
