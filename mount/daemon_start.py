@@ -34,7 +34,7 @@ def make_ops(config: MountConfig, store: Any, semantic: Any) -> Any:
         browser = Browser(store, principal, max_rows=cfg.max_rows, mountpoint=str(config.mountpoint),
                           k=cfg.k, ranking=ranking, semantic=semantic)
         return MountOps(store, browser, recall_ttl=float(cfg.recall_ttl_s), semantic=semantic,
-                        view_index=index, limiter=limiter)
+                        view_index=index, limiter=limiter, runs_held=cfg.recall_runs_held)
 
     if not config.uid_map:
         return view(config.principal)

@@ -135,6 +135,7 @@ class InodeTable:
         self.dentries: dict[tuple[int, str], int] = {}
         self.listed: dict[int, frozenset[Dep]] = {}  # directory inode -> what its cached listing depends on
         self.recall_ino: int | None = None  # recall/, once looked up: its listing changes with each new query
+        self.runs_held = 0  # recall run directories (recall/.results/<q>) the kernel holds: Upkeep.prune_runs
         self._next = first_ino  # views of one mount (--map-uid) number their inodes in disjoint ranges
         # Several views share the root inode: the kernel's (root, name) dentries are shared by every
         # caller, so names below the root must be looked up again on every use (entry timeout 0) to
@@ -169,6 +170,8 @@ class InodeTable:
         )
         if entry.kind is Kind.RECALL:
             self.recall_ino = ino
+        elif entry.kind is Kind.QUERY:
+            self.runs_held += 1
         if self.shared_root and parent.ino == pyfuse3.ROOT_INODE:
             node.attr.entry_timeout = 0
         self.nodes[ino] = node
@@ -195,7 +198,8 @@ class InodeTable:
             self._drop(node)
 
     def _drop(self, node: Node) -> None:
-        self.nodes.pop(node.ino, None)
+        if self.nodes.pop(node.ino, None) is node and node.kind is Kind.QUERY:
+            self.runs_held -= 1
         if self.by_key.get(node.key) is node:
             del self.by_key[node.key]
         if self.dentries.get((node.parent, node.name)) == node.ino:

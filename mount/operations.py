@@ -61,6 +61,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         kernel: bool = True,
         view_index: int = 0,
         limiter: trio.CapacityLimiter | None = None,
+        runs_held: int = 512,
     ) -> None:
         super().__init__()
         self.store = store
@@ -76,7 +77,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         self.inodes = (InodeTable(self.recall_ttl, first_ino=base + 1, shared_root=True) if view_index
                        else InodeTable(self.recall_ttl))
         self.upkeep = Upkeep(store, browser, self.inodes, self.stats, run=self._sync, semantic=semantic,
-                             kernel=kernel, recall_ttl=self.recall_ttl)
+                             kernel=kernel, recall_ttl=self.recall_ttl, runs_held=runs_held)
         self.recalls = RecallDirs(browser, run=self._sync, recall_ttl=self.recall_ttl)
         self.cache = Directories(browser, self.inodes, run=self._sync, token=self.upkeep.token,
                                  status=self.upkeep.status, recent_queries=self.recalls.queries)
@@ -125,6 +126,8 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
             if recent != self.recalls.version:  # a new recall run: recall/ lists other names now
                 await self._recall_changed(parent, text, node)
         self.inodes.remember(node)
+        if node.kind is Kind.QUERY:
+            self.upkeep.prune_runs()
         return node.attr
 
     async def _recall_changed(self, parent: Node, name: str, node: Node) -> None:

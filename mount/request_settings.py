@@ -34,6 +34,7 @@ DAEMON_ONLY = {
     "query_timeout_ms": "a setting of the daemon's store connection",
     "max_rows": "a setting of the mount's listings",
     "recall_ttl_s": "a setting of the mount's recall/ directories",
+    "recall_runs_held": "a setting of the mount's recall/ directories",
     "log_level": "a setting of the daemon's log",
     "inbox_max_bytes": "a setting of the mount's inbox/",
 }

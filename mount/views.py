@@ -40,7 +40,7 @@ INBOX_NAME = b"inbox"
 log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
 SUMMED = ("requests", "unexpected_errors", "loop_thread_violations", "inodes", "content_cache_bytes",
-          "listings_cached", "listings_in_kernel", "invalidations")
+          "listings_cached", "listings_in_kernel", "invalidations", "recall_runs_held", "recall_run_prunes")
 
 
 def parse_uid_map(items: Sequence[str]) -> dict[int, str]:

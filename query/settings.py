@@ -172,6 +172,8 @@ class Settings:
                             "query embedding (hybrid recall at 100k: 43 -> 36 ms on 2 cores)")
     max_rows: int = _s(5000, "row cap for one browse listing; larger listings say truncated")
     recall_ttl_s: int = _s(5, "seconds the kernel may cache a recall directory")
+    recall_runs_held: int = _s(512, "recall directories (one per distinct query, with their files' bytes) the "
+                               "kernel may keep cached before the mount asks it to drop those nothing uses")
     inbox_max_bytes: int = _s(1 << 20, "the largest file the mount's inbox/ takes (a longer write fails with "
                               "EFBIG)")
     log_level: str = _s("info", "daemon log level: debug, info, warning, error")
