@@ -27,6 +27,7 @@ from typing import Any
 
 import duckdb
 
+from recallfs.query.duckdb_client import spare_the_pandas_search
 from recallfs.query.fts_extension import DUCKDB_CONFIG
 from recallfs.query.lake_extensions import load_lake_extensions
 from recallfs.query.lake_location import LakeLocation, mask_secrets
@@ -98,6 +99,7 @@ class Lake:
         return f"ducklake:{catalog}"
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
+        spare_the_pandas_search()
         conn = duckdb.connect(config=dict(DUCKDB_CONFIG))
         try:
             load_lake_extensions(conn, self.location.data_path)

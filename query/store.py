@@ -25,6 +25,7 @@ from typing import TypeVar
 import duckdb
 
 from recallfs.query.cursor import Cursor, Hooks, is_fatal
+from recallfs.query.duckdb_client import spare_the_pandas_search
 from recallfs.query.fts_extension import DUCKDB_CONFIG, load_fts
 from recallfs.query.migrations import MEMORY_TABLES, create_partition, migrate_store
 from recallfs.query.store_file import FileIdentity
@@ -142,6 +143,7 @@ class Store:
         if self._root_opened and not self.path.exists():
             # DuckDB would create an empty database in its place: reopening must find the same store
             raise StoreError(f"the store file {self.path} is gone")
+        spare_the_pandas_search()
         try:
             root = duckdb.connect(str(self.path), read_only=self.read_only, config=dict(DUCKDB_CONFIG))
         except duckdb.IOException as exc:
