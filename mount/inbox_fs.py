@@ -25,7 +25,7 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.inbox_state import Note, Pending, killed_by, rejected_name
+from recallfs.mount.inbox_state import Draft, Note, Pending, killed_by, rejected_name
 from recallfs.mount.names import NAME_MAX
 
 ROOT, REJECTED = pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE + 1
@@ -61,7 +61,7 @@ class InboxOps(pyfuse3.Operations):
         self.by_ino: dict[int, Pending] = {}
         self.rejected: dict[tuple[int, str], Note] = {}  # (uid, name) -> the note saying why it was refused
         self.notes: dict[int, Note] = {}  # the same notes by inode
-        self.handles: dict[int, Pending] = {}
+        self.handles: dict[int, tuple[Pending, Draft]] = {}  # fh -> the name and the draft it writes
         self.dirs_open: dict[int, tuple[int, int]] = {}  # fh -> (directory, the uid that opened it)
         self.notes_open: dict[int, bytes] = {}  # fh -> the note a reader of .rejected/ opened
         self._next_ino = REJECTED + 1
@@ -88,8 +88,9 @@ class InboxOps(pyfuse3.Operations):
         return attr
 
     def _file_attr(self, pending: Pending) -> pyfuse3.EntryAttributes:
-        return self._attr(pending.ino, stat.S_IFREG | 0o600, len(pending.data), pending.uid, pending.gid,
-                          pending.mtime_ns)
+        draft = pending.draft
+        return self._attr(pending.ino, stat.S_IFREG | 0o600, len(draft.data), pending.uid, pending.gid,
+                          draft.mtime_ns)
 
     # -- lookups and listings ----------------------------------------------------------------------
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
@@ -152,12 +153,12 @@ class InboxOps(pyfuse3.Operations):
         text = self._checked_name(name)
         pending = self.files.get((ctx.uid, text))
         if pending is None:
-            pending = Pending(self._next_ino, text, ctx.uid, ctx.gid, ctx.pid)
+            pending = Pending(self._next_ino, text, ctx.uid, ctx.gid, Draft(ctx.pid))
             self._next_ino += 1
             self.files[(ctx.uid, text)], self.by_ino[pending.ino] = pending, pending
             self.changed_ns[ROOT] = time.time_ns()
-        del pending.data[:]
-        pending.pid = ctx.pid
+        else:  # another writer's draft of this name goes on as its own
+            pending.draft = Draft(ctx.pid)
         return self._open(pending), self._file_attr(pending)
 
     async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
@@ -174,33 +175,33 @@ class InboxOps(pyfuse3.Operations):
             return pyfuse3.FileInfo(fh=fh, direct_io=True)
         if not _sees(ctx, pending.uid):
             raise pyfuse3.FUSEError(errno.ENOENT)
-        if flags & os.O_TRUNC:
-            del pending.data[:]
-            pending.dirty = True
-        pending.pid = ctx.pid
+        if flags & os.O_TRUNC:  # a new draft: what another writer is writing to this name stays its own
+            pending.draft = Draft(ctx.pid)
+        else:  # `>>`, an editor: this writer adds to the current draft, as to a file
+            pending.draft.pid = ctx.pid
         return self._open(pending)
 
     def _open(self, pending: Pending) -> pyfuse3.FileInfo:
         fh = self._next_fh
         self._next_fh += 1
-        self.handles[fh] = pending
+        self.handles[fh] = (pending, pending.draft)
         pending.handles += 1
         return pyfuse3.FileInfo(fh=fh, direct_io=True)
 
     async def write(self, fh: int, off: int, buf: bytes) -> int:
-        pending = self._handle(fh)
+        draft = self._handle(fh)[1]
         if off + len(buf) > self.limit:
             raise pyfuse3.FUSEError(errno.EFBIG)
-        if off > len(pending.data):
-            pending.data.extend(bytes(off - len(pending.data)))
-        pending.data[off: off + len(buf)] = buf
-        pending.dirty = True
-        pending.mtime_ns = time.time_ns()
+        if off > len(draft.data):
+            draft.data.extend(bytes(off - len(draft.data)))
+        draft.data[off: off + len(buf)] = buf
+        draft.dirty = True
+        draft.mtime_ns = time.time_ns()
         return len(buf)
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        pending = self.handles.get(fh)
-        data = bytes(pending.data) if pending is not None else self.notes_open.get(fh)
+        held = self.handles.get(fh)
+        data = bytes(held[1].data) if held is not None else self.notes_open.get(fh)
         if data is None:
             raise pyfuse3.FUSEError(errno.EBADF)
         return data[off: off + size]
@@ -213,9 +214,11 @@ class InboxOps(pyfuse3.Operations):
         if fields.update_size:
             if attr.st_size > self.limit:
                 raise pyfuse3.FUSEError(errno.EFBIG)
-            del pending.data[attr.st_size:]
-            pending.data.extend(bytes(attr.st_size - len(pending.data)))
-            pending.dirty = True
+            held = self.handles.get(fh) if fh is not None else None
+            draft = held[1] if held is not None and held[0] is pending else pending.draft  # ftruncate: its own
+            del draft.data[attr.st_size:]
+            draft.data.extend(bytes(attr.st_size - len(draft.data)))
+            draft.dirty = True
         return self._file_attr(pending)
 
     async def flush(self, fh: int) -> None:
@@ -223,23 +226,29 @@ class InboxOps(pyfuse3.Operations):
         closed twice remembers it once); close() returns the answer."""
         if fh in self.notes_open:
             return
-        pending = self._handle(fh)
-        if not pending.dirty:
+        pending, draft = self._handle(fh)
+        if not draft.dirty:
             return
-        pending.dirty = False
-        killed = killed_by(pending.pid)
+        draft.dirty = False
+        killed = killed_by(draft.pid)
         if killed:  # the kernel closes a killed writer's files: what it wrote is not a whole file
-            self._refused(pending, f"the writer (pid {pending.pid}) was killed by signal {killed} before it "
-                                   "closed the file", KILLED)
+            self._refused(pending, draft, f"the writer (pid {draft.pid}) was killed by signal {killed} before "
+                                          "it closed the file", KILLED)
             return
-        refused = await self._remembered(pending)
+        refused = await self._remembered(pending, draft)
         if refused is None:
-            self._drop(pending)
+            self._settled(pending, draft)
             return
-        self._refused(pending, refused[1], refused[0])
+        self._refused(pending, draft, refused[1], refused[0])
         raise pyfuse3.FUSEError(refused[0])
 
-    def _refused(self, pending: Pending, reason: str, number: int) -> None:
+    def _settled(self, pending: Pending, draft: Draft) -> None:
+        """A draft was remembered or refused: its name leaves inbox/, unless another writer has a newer
+        draft of it open (that one leaves at its own close)."""
+        if pending.draft is draft:
+            self._drop(pending)
+
+    def _refused(self, pending: Pending, draft: Draft, reason: str, number: int) -> None:
         after = AFTER_REFUSAL.get(number, "")
         note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. {after}".rstrip() + "\n"
         key = (pending.uid, rejected_name(pending.name))
@@ -250,22 +259,23 @@ class InboxOps(pyfuse3.Operations):
         self._next_ino += 1
         self.rejected[key], self.notes[kept.ino] = kept, kept
         self.changed_ns[REJECTED] = time.time_ns()
-        self._drop(pending)
+        self._settled(pending, draft)
 
-    async def _remembered(self, pending: Pending) -> tuple[int, str] | None:
+    async def _remembered(self, pending: Pending, draft: Draft) -> tuple[int, str] | None:
         import trio
 
-        return await trio.to_thread.run_sync(self.remember, pending.uid, pending.name, bytes(pending.data))
+        return await trio.to_thread.run_sync(self.remember, pending.uid, pending.name, bytes(draft.data))
 
     async def release(self, fh: int) -> None:
         """The last close of an open file (every dup of its descriptor closed). A file nothing was ever
         written to (`touch`) leaves here: there is nothing to remember or refuse. Not at its FLUSH: a
         shell's redirection closes one descriptor of the file before the command writes to the other."""
         self.notes_open.pop(fh, None)
-        pending = self.handles.pop(fh, None)
-        if pending is not None:
+        held = self.handles.pop(fh, None)
+        if held is not None:
+            pending = held[0]
             pending.handles -= 1
-            if pending.handles <= 0 and not pending.data and not pending.dirty:
+            if pending.handles <= 0 and not pending.draft.data and not pending.draft.dirty:
                 self._drop(pending)
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any = None) -> None:
@@ -311,11 +321,11 @@ class InboxOps(pyfuse3.Operations):
         return data
 
     # -- helpers -----------------------------------------------------------------------------------
-    def _handle(self, fh: int) -> Pending:
-        pending = self.handles.get(fh)
-        if pending is None:
+    def _handle(self, fh: int) -> tuple[Pending, Draft]:
+        held = self.handles.get(fh)
+        if held is None:
             raise pyfuse3.FUSEError(errno.EBADF)
-        return pending
+        return held
 
     def _drop(self, pending: Pending) -> None:
         """The file leaves inbox/ (remembered or refused); handles still open keep writing to nothing."""

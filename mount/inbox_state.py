@@ -20,18 +20,28 @@ class Note:
 
 
 @dataclass(slots=True)
+class Draft:
+    """What one open of a file wrote. A create, or an open that truncates, starts a draft of its own:
+    agents that write one name at once (`echo ... > inbox/note.md` from eight shells) never write into,
+    truncate or close one another's bytes, and each close remembers what its own writer wrote."""
+
+    pid: int  # the process that opened it last: its death mid-file is not a close
+    data: bytearray = field(default_factory=bytearray)
+    dirty: bool = False  # written since the last close
+    mtime_ns: int = field(default_factory=time.time_ns)
+
+
+@dataclass(slots=True)
 class Pending:
-    """A file being written: its bytes, who created it, and whether they changed since the last close."""
+    """A name in inbox/ being written: who created it, its current draft (the latest create or truncating
+    open: what stat, a listing and an open that does not truncate see), and how many handles it has."""
 
     ino: int
     name: str
     uid: int
     gid: int
-    pid: int  # the process that created or opened it last: its death mid-file is not a close
-    data: bytearray = field(default_factory=bytearray)
-    dirty: bool = False
+    draft: Draft
     handles: int = 0
-    mtime_ns: int = field(default_factory=time.time_ns)
 
 
 _PF_EXITING = 0x4

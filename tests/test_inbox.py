@@ -103,6 +103,36 @@ def test_a_writer_killed_mid_file_stores_nothing(mounted: Mount) -> None:
     assert counts(mounted) == before
 
 
+def test_two_writers_of_one_name_at_once_each_store_their_own(mounted: Mount) -> None:
+    """A second writer that creates (truncates) a name another is still writing starts its own draft: the
+    first close stores the first writer's words, not the second's, and the second's close stores its own."""
+    path = mounted.path / "inbox" / "same.md"
+    first = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(first, b"The alpha-lantern note came first\n")
+    second = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(second, b"The beta-lantern note came second\n")
+    os.close(first)
+    assert facts_named(mounted, "alpha-lantern")  # what the first writer wrote, at its own close
+    assert os.listdir(mounted.path / "inbox") == [".rejected", "same.md"]  # the second is still writing
+    os.close(second)
+    assert facts_named(mounted, "beta-lantern")
+    assert os.listdir(mounted.path / "inbox") == [".rejected"]
+    assert not os.path.exists(mounted.path / "inbox" / ".rejected" / "same.md")
+
+
+def test_sixteen_shells_writing_one_name_at_once_lose_nothing(mounted: Mount) -> None:
+    """Agents write the same name (`notes.md`) at the same moment. Before drafts, eight shells lost one
+    note and left a refusal ("the memory has no text") while every echo returned 0."""
+    script = ("for i in $(seq 1 16); do (echo \"Shell $i says the yak-$i window is Friday\" > inbox/notes.md"
+              " || echo \"failed $i\" >&2) & done; wait")
+    proc = sh(script, mounted.path)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    stored = {int(n.split("-yak-")[1].split("-")[0]) for n in facts_named(mounted, "-yak-")}
+    assert stored == set(range(1, 17)), sorted(stored)
+    assert os.listdir(mounted.path / "inbox") == [".rejected"]
+    assert "notes.md" not in os.listdir(mounted.path / "inbox" / ".rejected")
+
+
 def test_a_slot_written_again_supersedes_and_history_shows_the_chain(mounted: Mount) -> None:
     for text in ("The build cache lives on nfs-1", "The build cache lives on nfs-2"):
         proc = sh(f"printf -- '---\\nslot: build-cache\\nentity: cache\\n---\\n{text}\\n' > inbox/cache.md",
