@@ -36,7 +36,11 @@ ODD = ["Café déjà vu: the naïve résumé, again!", "e.g. the U.S.A. and 3.14
 @pytest.mark.parametrize(("indexed", "behind", "due"), [
     (0, 5, True),  # no index: build it
     (1_000, 10, True),  # a small table: always rebuilt
-    (40_000, 9_999, True),  # 50,000 rows or fewer in all: rebuilt
+    (4_000, 999, True),  # 5,000 rows or fewer in all: rebuilt
+    (40_000, 9_999, True),  # past 5% behind
+    (30_000, 1, False),  # one memory written to inbox/ of a mid-sized table: the delta serves it
+    (30_000, 1_500, False),
+    (30_000, 1_501, True),
     (1_000_000, 0, False),  # nothing behind
     (1_000_000, 10_000, False),  # 1% behind: the delta serves it
     (1_000_000, 50_000, False),  # at the cap
