@@ -63,6 +63,7 @@ class TableIndex:
         self._int8: Int8Scan | None = None  # made on the first exact search of a table this large
         self.lists: IvfLists | None = None  # the approximate path's lists (query/vectors.py attaches them)
         self.int8_scan_min = int8_scan_min
+        self.saved = 0  # windows in its file when it was last saved or loaded (query/vectors.save_due)
 
     @property
     def ntotal(self) -> int:
