@@ -99,6 +99,10 @@ class _Replacements:
 
 def derive(cur: Cursor, schema: str) -> Derived:
     """Every link of the partition (see the module docstring)."""
+    # A partition whose every fact row is a head has no link: asked first, so that the common case (no
+    # fact replaced) does not read and build every fact, about 80 ms at 30k facts after each write.
+    if not cur.scalar(f"SELECT count(*) FROM {schema}.facts WHERE rid NOT IN (SELECT rid FROM {schema}.heads)"):
+        return Derived()
     facts = [_Fact(int(r[0]), str(r[1]), int(r[2]), str(r[3]), r[4], r[5], r[6], r[7],
                    tuple(str(x) for x in (r[8] or ())), r[9])
              for r in cur.execute(f"SELECT {_FACT_COLUMNS} FROM {schema}.facts ORDER BY created_at, rid").fetchall()]
