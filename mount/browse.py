@@ -154,9 +154,7 @@ class Browser:
         """What changed, as invalidation tags: the ids, sessions, entities, kinds and tags of these rows,
         and the ids linked to them (their history front matter names what replaced what)."""
         changed = self.reader.changed(rids)
-        cat = self.catalog()
-        linked = self.reader.neighbours(cat, changed.ids) if cat is not None else set()
-        return deps_of(replace(changed, ids=changed.ids | linked))
+        return deps_of(replace(changed, ids=changed.ids | self.reader.neighbours(changed.ids)))
 
 
 def deps_of(changed: Changed) -> set[Dep]:

@@ -102,18 +102,24 @@ class Catalog:
         links = cat.derived("links", lambda: partition_links(self.store, cat.schema))
         return links.lineage(rid, rid in cat.current[table]).visible(lambda ref: _readable(cat, ref))
 
-    def neighbours(self, cat: Readable, ids: Iterable[str]) -> set[str]:
+    def neighbours(self, ids: Iterable[str]) -> set[str]:
         """The memories linked to any version of these (a write that changes one changes their front
-        matter too). For invalidation only, so not cut to what this principal may read."""
-        links = cat.derived("links", lambda: partition_links(self.store, cat.schema))
-        wanted = set(ids)
+        matter too). For invalidation only, so not cut to what this principal may read. Read from the
+        store, not from a Readable: building the new generation's Readable here put the whole catalog
+        (0.8 s at 100k memories, once per view) on every write's path, before its close returned."""
+        schema = self.schema()
+        wanted = sorted(set(ids))
+        if schema is None or not wanted:
+            return set()
+        links = partition_links(self.store, schema).links
         out: set[str] = set()
-        versions = cat.history_ids()
-        for mem_id in wanted:
-            for meta in versions.get(mem_id, ()):
-                by, older = links.links.get(meta.rid, (None, ()))
+        cur = self.store.cursor()
+        for table in MEMORY_TABLES:
+            for (rid,) in cur.execute(f"SELECT rid FROM {schema}.{table} WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+                                      [wanted]).fetchall():
+                by, older = links.get(int(rid), (None, ()))
                 out.update(r.id for r in (*older, *([by] if by is not None else [])))
-        return out - wanted
+        return out - set(wanted)
 
     def load_metas(self, cat: Readable, metas: Sequence[Meta], *, current_only: bool = True) -> list[Row]:
         """Content for these rows (of any tables), in their order."""

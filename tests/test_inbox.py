@@ -145,6 +145,21 @@ def test_a_slot_written_again_supersedes_and_history_shows_the_chain(mounted: Mo
     assert len(os.listdir(mounted.path / "history" / mem_id)) == 2
 
 
+def test_a_new_version_of_a_correction_shows_in_what_it_corrected_at_once(mounted: Mount) -> None:
+    """f-desk2 replaced f-desk; f-desk's version file, read (and cached by the kernel) before, names
+    f-desk2/v1. Writing f-desk2 again changes what f-desk's file says (f-desk2/v2), though f-desk itself
+    changed neither version nor currentness: a write invalidates the memories linked to what it changed."""
+    def write(text: str) -> None:
+        assert sh(f"printf -- '{text}' > inbox/desk.md", mounted.path).returncode == 0
+
+    write("---\\nid: f-desk\\n---\\nThe oak desk is in the hall\\n")
+    write("---\\nid: f-desk2\\nsupersedes: f-desk\\n---\\nThe oak desk moved to the attic\\n")
+    old = mounted.path / "history" / "f-desk" / "v1.md"
+    assert "superseded_by: f-desk2/v1" in old.read_text()
+    write("---\\nid: f-desk2\\nsupersedes: f-desk\\n---\\nThe oak desk moved to the cellar\\n")
+    assert "superseded_by: f-desk2/v2" in old.read_text(), old.read_text()
+
+
 def test_jsonl_and_limits(mounted: Mount, tmp_path: Path) -> None:
     line = {"type": "fact", "source_id": "j-1", "created_at": "2026-11-01", "content": "Written as JSONL lines"}
     proc = sh(f"echo '{json.dumps(line)}' > inbox/batch.jsonl", mounted.path)
