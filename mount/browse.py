@@ -134,13 +134,14 @@ class Browser:
         """rid -> file name in sessions/<s>/turns/ of the turns among the hits: two turns of one seq and
         speaker are told apart by id there (listings.turn_names), so the name needs its session's turns."""
         sessions = {h.row.get("session") for h in result.hits if h.table == "turns"} - {None}
-        cat = self.catalog() if sessions else None
-        if cat is None:
+        if not sessions:
             return {}
-        groups = cat.sessions()
+        cat = self.reader.built()  # right after a write it is not: read these sessions' turns alone
+        turns = ({s: cat.sessions().get(s, {}).get("turns", []) for s in sessions} if cat is not None
+                 else self.reader.session_turns(sessions))
         out: dict[int, str] = {}
         for session in sessions:
-            metas = sorted(groups.get(session, {}).get("turns", []),
+            metas = sorted(turns.get(session, []),
                            key=lambda m: (m.seq if m.seq is not None else -1, m.created_at, m.rid))
             names = turn_names([{"seq": m.seq, "speaker": m.speaker, "id": m.id} for m in metas])
             out.update((m.rid, name) for m, name in zip(metas, names, strict=True))

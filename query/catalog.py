@@ -49,6 +49,30 @@ class Catalog:
     def schema(self) -> str | None:
         return self.store.schema_for(self.principal)
 
+    def built(self) -> Readable | None:
+        """The current generation's Readable if it is built already; builds nothing."""
+        cat = self._readable
+        return cat if cat is not None and cat.generation == self.store.generation else None
+
+    def session_turns(self, sessions: Iterable[str]) -> dict[str, list[Meta]]:
+        """session -> the current turns this principal may read in it, as `Readable.sessions()` has them
+        (the gate's `scope_clause`, current rows), read for these sessions alone: a recall right after a
+        write names its turn hits' files without building the whole new Readable (0.8 s at 100k)."""
+        schema = self.schema()
+        wanted = sorted(set(sessions))
+        if schema is None or not wanted:
+            return {}
+        where, params = scope_clause(self.principal, schema, None, current_only=True)
+        out: dict[str, list[Meta]] = {}
+        for rid, mem_id, session, kind, tags, entity, created, seq, speaker, version in self.store.cursor().execute(
+            f"SELECT {', '.join(f'm.{c}' for c in META_COLUMNS)} FROM {schema}.turns m "
+            f"WHERE {where} AND m.session IN (SELECT unnest(?::VARCHAR[]))", [*params, wanted]
+        ).fetchall():
+            out.setdefault(str(session), []).append(Meta(int(rid), "turns", str(mem_id), session, str(kind),
+                                                         tuple(tags or ()), entity, created, seq, speaker,
+                                                         int(version)))
+        return out
+
     def readable(self) -> Readable | None:
         """The current generation's readable rows (None: the workspace holds nothing yet)."""
         generation = self.store.generation  # read before the queries: a commit during them makes it stale

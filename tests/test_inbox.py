@@ -160,6 +160,24 @@ def test_a_new_version_of_a_correction_shows_in_what_it_corrected_at_once(mounte
     assert "superseded_by: f-desk2/v2" in old.read_text(), old.read_text()
 
 
+def test_a_recall_right_after_a_write_names_its_turn_hits_files_in_the_tree(mounted: Mount) -> None:
+    """Right after a write the daemon has not built the new generation's catalog, and a recall names its
+    turn hits' files from those sessions' turns alone: each name must be the tree's file of that very
+    turn, two turns of one seq and speaker told apart as sessions/<s>/turns/ lists them."""
+    assert sh("echo 'The flaky separator test was fixed on Friday' > inbox/sep.md", mounted.path).returncode == 0
+    run = mounted.path / "recall" / "second turn with the same seq and speaker to test names k:20"
+    checked = set()
+    for name in sorted(os.listdir(run)):
+        if "-turn-" not in name:
+            continue
+        front, body = (run / name).read_text().split("\n---\n", 1)
+        path = next(line.split(": ", 1)[1] for line in front.splitlines() if line.startswith("path: "))
+        assert body.strip().splitlines()[-1] in Path(path).read_text(), (name, path)
+        checked.add(path)
+    ci = [p for p in checked if "/2026-06-01-ci/" in p]
+    assert len(ci) >= 2, checked  # both turns of seq 2, under two names
+
+
 def test_jsonl_and_limits(mounted: Mount, tmp_path: Path) -> None:
     line = {"type": "fact", "source_id": "j-1", "created_at": "2026-11-01", "content": "Written as JSONL lines"}
     proc = sh(f"echo '{json.dumps(line)}' > inbox/batch.jsonl", mounted.path)
