@@ -43,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.evals.bench_model import serving_embedder
 from recallfs.query.collector import tune_gc
-from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.embedder import Embedder
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
 from recallfs.query.records import MemoryRecord
@@ -295,16 +296,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-    embedder = embedder_from_settings(resolve())
-    if not embedder.wait_ready():
-        print(f"bench_recall: no model: {embedder.problem}", file=sys.stderr)
+    embedder = serving_embedder("bench_recall")
+    if embedder is None:
         return 1
-    embedder.serve_queries()  # as the daemon does; measured once its traced query path is ready
-    deadline = time.monotonic() + 60
-    while embedder.query_path == "stock" and time.monotonic() < deadline:
-        time.sleep(0.1)
     import faiss
     import torch
 

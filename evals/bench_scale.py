@@ -35,10 +35,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from recallfs.evals.bench_model import serving_embedder
 from recallfs.evals.bench_mount import RECALLFS, _pct, _vm_hwm_mb
 from recallfs.evals.bench_recall import AGENT, ORG, WS, measure_recall, queries
 from recallfs.evals.scale_store import build, scale_records
-from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.embedder import Embedder
 from recallfs.query.settings import resolve
 
 TARGETS = {"hybrid_p50_ms": 100.0, "hybrid_p95_ms": 200.0, "ls_ratio": 1.2, "startup_s": 10.0,
@@ -264,14 +265,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    embedder = embedder_from_settings(resolve())
-    if not embedder.wait_ready():
-        print(f"bench_scale: no model: {embedder.problem}", file=sys.stderr)
+    embedder = serving_embedder("bench_scale")
+    if embedder is None:
         return 1
-    embedder.serve_queries()
-    while embedder.query_path == "stock":
-        time.sleep(0.1)
     args.cache.mkdir(parents=True, exist_ok=True)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     results: dict[int, dict[str, Any]] = {}

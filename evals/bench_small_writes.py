@@ -28,9 +28,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from recallfs.evals.bench_model import serving_embedder
 from recallfs.evals.bench_recall import AGENT, ORG, PRINCIPAL, WS, _cached_store, queries
 from recallfs.query.collector import tune_gc
-from recallfs.query.embedder import embedder_from_settings
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.recall import recall
 from recallfs.query.records import MemoryRecord
@@ -56,12 +56,9 @@ def _fact(i: int) -> MemoryRecord:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    embedder = embedder_from_settings(resolve())
-    if not embedder.wait_ready():
-        print(f"bench_small_writes: no model: {embedder.problem}", file=sys.stderr)
+    embedder = serving_embedder("bench_small_writes")
+    if embedder is None:
         return 1
-    embedder.serve_queries()
     source = _cached_store(args.cache, args.size, embedder, args.pool)
     arm = SemanticSearch(embedder)
     qs = queries(2 * args.rounds + 5, seed=7)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from recallfs.query.gate import scope_clause
 from recallfs.query.lineage import Lineage, Ref, partition_links
@@ -31,6 +32,13 @@ def _rid_lists(rids: Sequence[int]) -> Iterable[str]:
     and int() makes sure nothing but integers reaches the SQL text."""
     for start in range(0, len(rids), RID_CHUNK):
         yield ",".join(str(int(r)) for r in rids[start:start + RID_CHUNK])
+
+
+def _meta(table: str, row: Sequence[Any]) -> Meta:
+    """A Meta from one row of META_COLUMNS, in that order."""
+    rid, mem_id, session, kind, tags, entity, created, seq, speaker, version = row
+    return Meta(int(rid), table, str(mem_id), session, str(kind), tuple(tags or ()), entity, created, seq,
+                speaker, int(version))
 
 
 def _readable(cat: Readable, ref: Ref) -> bool:
@@ -64,13 +72,12 @@ class Catalog:
             return {}
         where, params = scope_clause(self.principal, schema, None, current_only=True)
         out: dict[str, list[Meta]] = {}
-        for rid, mem_id, session, kind, tags, entity, created, seq, speaker, version in self.store.cursor().execute(
+        for row in self.store.cursor().execute(
             f"SELECT {', '.join(f'm.{c}' for c in META_COLUMNS)} FROM {schema}.turns m "
             f"WHERE {where} AND m.session IN (SELECT unnest(?::VARCHAR[]))", [*params, wanted]
         ).fetchall():
-            out.setdefault(str(session), []).append(Meta(int(rid), "turns", str(mem_id), session, str(kind),
-                                                         tuple(tags or ()), entity, created, seq, speaker,
-                                                         int(version)))
+            meta = _meta("turns", row)
+            out.setdefault(str(meta.session), []).append(meta)
         return out
 
     def readable(self) -> Readable | None:
@@ -103,14 +110,9 @@ class Catalog:
                 where, params = scope_clause(self.principal, schema, None, current_only=only)
                 out[table] = frozenset(int(r[0]) for r in cur.execute(
                     f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchall())
-            metas = []
-            for rid, mem_id, session, kind, tags, entity, created, seq, speaker, version in cur.execute(
+            rows[table] = [_meta(table, row) for row in cur.execute(
                 f"SELECT {', '.join(META_COLUMNS)} FROM {schema}.{table} ORDER BY created_at DESC, rid DESC"
-            ).fetchall():
-                if int(rid) in readable[table]:
-                    metas.append(Meta(int(rid), table, str(mem_id), session, str(kind), tuple(tags or ()),
-                                      entity, created, seq, speaker, int(version)))
-            rows[table] = metas
+            ).fetchall() if int(row[0]) in readable[table]]
         return Readable(generation, schema, current, readable, rows)
 
     def load(self, cat: Readable, table: str, rids: Sequence[int], *, current_only: bool = True) -> list[Row]:
