@@ -33,6 +33,7 @@ from recallfs.mount.listings import Batch, Listings, turn_names
 from recallfs.mount.lookups import Lookups
 from recallfs.mount.paths import Kind, Match
 from recallfs.query.catalog import Catalog
+from recallfs.query.labels import label
 from recallfs.query.lineage import Lineage
 from recallfs.query.readable import Changed, Meta, Readable
 from recallfs.query.settings import Ranking, Settings
@@ -133,7 +134,7 @@ class Browser:
     def _turn_files(self, result: Any) -> dict[int, str]:
         """rid -> file name in sessions/<s>/turns/ of the turns among the hits: two turns of one seq and
         speaker are told apart by id there (listings.turn_names), so the name needs its session's turns."""
-        sessions = {h.row.get("session") for h in result.hits if h.table == "turns"} - {None}
+        sessions = {label(h.row["session"]) for h in result.hits if h.table == "turns" and h.row.get("session")}
         if not sessions:
             return {}
         cat = self.reader.built()  # right after a write it is not: read these sessions' turns alone
@@ -162,5 +163,5 @@ def deps_of(changed: Changed) -> set[Dep]:
     deps: set[Dep] = {INDEX_DEP, RECALL_DEP}
     for tag, values in (("id", changed.ids), ("session", changed.sessions), ("entity", changed.entities),
                         ("kind", changed.kinds), ("tag", changed.tags)):
-        deps.update((tag, v) for v in values)
+        deps.update((tag, label(v)) for v in values)  # listings are keyed by the label's one form
     return deps

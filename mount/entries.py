@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from recallfs.mount.paths import Kind
+from recallfs.query.labels import label
 
 Dep = tuple[str, str]  # an invalidation tag: ("id", id), ("session", s), ("entity", e), ("kind", k), ...
 ContentKey = tuple[Any, ...]
@@ -74,6 +75,15 @@ class Listing:
         return self._positions.get(name)
 
     def find(self, name: str) -> Entry | None:
+        """The entry of `name`; a name typed in another Unicode form (decomposed "café") finds the entry
+        listed in NFC, under the name it was asked by (its own dentry, invalidated by that name)."""
+        found = self._exact(name)
+        if found is None and not name.isascii() and (listed := label(name)) != name:
+            alias = self._exact(listed)
+            return replace(alias, name=name) if alias is not None else None
+        return found
+
+    def _exact(self, name: str) -> Entry | None:
         i = self.position(name)
         if i is not None:
             return self.entries[i]

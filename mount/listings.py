@@ -18,6 +18,7 @@ from recallfs.mount.known_files import Known, KnownFiles
 from recallfs.mount.names import disambiguate, encode_value, fact_name, turn_name, version_name
 from recallfs.mount.paths import KINDS, TRUNCATED_NAME, Kind
 from recallfs.query.catalog import Catalog
+from recallfs.query.labels import label
 from recallfs.query.readable import Meta, Readable, Row
 
 T = TypeVar("T")
@@ -168,7 +169,7 @@ class Listings:
         names, truncated = self._cap(sorted(groups))
         by_entity: dict[str, list[Row]] = {}
         for row in self.catalog.load_metas(cat, [m for e in names for m in groups[e]]):
-            by_entity.setdefault(row["entity"], []).append(row)
+            by_entity.setdefault(label(row["entity"]), []).append(row)
         entries = [entity_entry(e, rows) for e, rows in by_entity.items()]
         return finish(entries, {}, truncated, "entities/")
 
@@ -195,7 +196,7 @@ class Listings:
         wanted = [m for s in sessions for table in ("summaries", "turns") for m in groups.get(s, {}).get(table, [])]
         rows: dict[str, dict[str, list[Row]]] = {s: {"summaries": [], "turns": []} for s in sessions}
         for row in self.catalog.load_metas(cat, wanted):
-            rows[row["session"]][row["table"]].append(row)
+            rows[label(row["session"])][row["table"]].append(row)
         out = {}
         for session, by_table in rows.items():
             for group in by_table.values():

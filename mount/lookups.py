@@ -16,6 +16,7 @@ from recallfs.mount.listings import entity_entry, fact_entries
 from recallfs.mount.names import decode_value, encode_value
 from recallfs.mount.paths import Kind, Match
 from recallfs.query.catalog import Catalog
+from recallfs.query.labels import label
 from recallfs.query.readable import Readable
 
 Found = tuple[Entry, dict[ContentKey, bytes]]  # the entry, and rendered rows for the content cache
@@ -49,9 +50,9 @@ class Lookups:
               ) -> Found:
         metas = list(cat.facts_by_id().get(mem_id, []))
         if parent_kind is Kind.KIND:
-            metas = [m for m in metas if m.kind == parent_params["kind"]]
+            metas = [m for m in metas if label(m.kind) == parent_params["kind"]]
         elif parent_kind is Kind.TAG:
-            metas = [m for m in metas if parent_params["tag"] in m.tags]
+            metas = [m for m in metas if parent_params["tag"] in map(label, m.tags)]
         out: dict[ContentKey, bytes] = {}
         for entry in fact_entries(self.catalog, cat, metas[:1], out):
             if entry.name == name:  # only the canonical name: one file, one name
@@ -65,7 +66,8 @@ class Lookups:
         value = decode_value(name)
         if value is None:
             raise NeedsListing(name)
-        if value not in grouping(cat) or encode_value(value) != name:
+        # a label typed in another Unicode form (NFD) names the same directory (query/labels.py)
+        if value not in grouping(cat) or encode_value(value) != label(name):
             raise NotFound(name)
         return directory(name, match.kind, [(key, value)], {key: value})
 
@@ -75,7 +77,7 @@ class Lookups:
         if value is None:
             raise NeedsListing(name)
         metas = cat.entities().get(value)
-        if not metas or encode_value(value, ".md") != name:
+        if not metas or encode_value(value, ".md") != label(name):
             raise NotFound(name)
         return entity_entry(value, self.catalog.load_metas(cat, metas))
 

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from recallfs.query.ids import is_memory_id
+from recallfs.query.labels import label
 from recallfs.query.records import TYPE_TO_TABLE
 
 NAME_MAX = 255
@@ -104,7 +105,8 @@ def encode_value(value: str, suffix: str = "") -> str:
 
     '/' shows as U+2215; NUL is dropped; a leading '.' shows as U+2024 (so '.' and '..' are names too);
     "" is '_'; a name over 255 bytes is cut and ends in '~' and a short hash of the whole value, so
-    distinct values keep distinct names."""
+    distinct values keep distinct names. The value is named in its one label form, NFC (query/labels.py)."""
+    value = label(value)
     name = value.replace("/", SLASH_STANDIN).replace("\0", "")
     if name.startswith("."):
         name = DOT_STANDIN + name[1:]
@@ -119,7 +121,9 @@ def encode_value(value: str, suffix: str = "") -> str:
 
 
 def decode_value(name: str, suffix: str = "") -> str | None:
-    """The value `encode_value` turned into `name`, or None when the name was shortened (ask the listing)."""
+    """The value `encode_value` turned into `name` (in NFC, as groupings key it), or None when the name was
+    shortened (ask the listing)."""
+    name = label(name)
     if suffix:
         if not name.endswith(suffix):
             return None

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from recallfs.query.gate import scope_clause
+from recallfs.query.labels import label, label_forms
 from recallfs.query.lineage import Lineage, Ref, partition_links
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.readable import Changed, Meta, Readable, Row
@@ -67,7 +68,7 @@ class Catalog:
         (the gate's `scope_clause`, current rows), read for these sessions alone: a recall right after a
         write names its turn hits' files without building the whole new Readable (0.8 s at 100k)."""
         schema = self.schema()
-        wanted = sorted(set(sessions))
+        wanted = sorted({form for s in sessions for form in label_forms(s)})
         if schema is None or not wanted:
             return {}
         where, params = scope_clause(self.principal, schema, None, current_only=True)
@@ -77,7 +78,7 @@ class Catalog:
             f"WHERE {where} AND m.session IN (SELECT unnest(?::VARCHAR[]))", [*params, wanted]
         ).fetchall():
             meta = _meta("turns", row)
-            out.setdefault(str(meta.session), []).append(meta)
+            out.setdefault(label(str(meta.session)), []).append(meta)
         return out
 
     def readable(self) -> Readable | None:

@@ -127,7 +127,8 @@ def rebuild_heads(cur: Cursor, schema: str) -> None:
             WHERE status = 'active' AND id NOT IN (SELECT unnest(?::VARCHAR[]))),
         ranked AS (
             SELECT rid, row_number() OVER (
-                PARTITION BY coalesce(slot, '\\x00' || id) ORDER BY created_at DESC, version DESC, rid DESC) AS srn
+                PARTITION BY coalesce(nfc_normalize(slot), '\\x00' || id)  -- one slot in either Unicode form
+                ORDER BY created_at DESC, version DESC, rid DESC) AS srn
             FROM alive)
         SELECT rid, 'facts' FROM ranked WHERE srn = 1""",
         [gone],

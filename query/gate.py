@@ -14,6 +14,7 @@ import numpy as np
 
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids
+from recallfs.query.labels import label_forms
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.store import Store
 from recallfs.scope.predicate import authorization_predicate
@@ -22,16 +23,27 @@ from recallfs.scope.principal import Principal
 AUTHORIZE_CHUNK = 4000  # ids per statement; keeps the SQL text bounded
 
 
+def _forms(values: list[str]) -> list[str]:
+    return [form for v in values for form in label_forms(v)]
+
+
+def _one_of(column: str, values: list[str]) -> tuple[str, list[object]]:
+    if len(values) == 1:
+        return f"{column} = ?", list(values)
+    return f"{column} IN ({', '.join('?' for _ in values)})", list(values)
+
+
 def _kinds(kinds: list[str]) -> tuple[str, list[object]]:
-    return f"m.kind IN ({', '.join('?' for _ in kinds)})", list(kinds)
+    return _one_of("m.kind", _forms(kinds))
 
 
 # The recall filters, in clause order: the RecallOptions field, and its SQL over alias `m` with the
-# values it binds. An option that is unset or empty filters nothing.
+# values it binds. An option that is unset or empty filters nothing. A label matches in either Unicode
+# form (query/labels.py: a store written before labels were normalized may hold "café" decomposed).
 FILTERS: tuple[tuple[str, Callable[[Any], tuple[str, list[object]]]], ...] = (
     ("kinds", _kinds),
-    ("tags", lambda tags: ("list_has_any(m.tags, ?::VARCHAR[])", [list(tags)])),
-    ("session", lambda session: ("m.session = ?", [session])),
+    ("tags", lambda tags: ("list_has_any(m.tags, ?::VARCHAR[])", [_forms(list(tags))])),
+    ("session", lambda session: _one_of("m.session", label_forms(session))),
     ("agent", lambda agent: ("m.agent = ?", [agent])),
     ("since", lambda since: ("m.created_at >= ?", [since])),
     ("until", lambda until: ("m.created_at <= ?", [until])),

@@ -27,6 +27,7 @@ import yaml
 
 from recallfs.query.importers.jsonl import JsonLineError, json_lines
 from recallfs.query.inbox_rendered import is_recall_hit, is_rendered, record_fields
+from recallfs.query.labels import label
 from recallfs.query.records import MemoryRecord, RecordError, derive_id, parse_record
 
 FRONT = "---"
@@ -134,7 +135,7 @@ def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> Memor
     filled = {"type": "fact", "created_at": writer.now.isoformat(), **obj}
     if filled["type"] == "fact" and isinstance(filled.get("slot"), str) and "id" not in filled:
         # a slot written again is the next version of one memory: history/<id>/ shows the chain
-        filled["id"] = derive_id("facts", f"slot:{filled['slot']}")
+        filled["id"] = derive_id("facts", f"slot:{label(filled['slot'])}")
     filled.setdefault("source_id", "inbox:" + hashlib.sha256(
         json.dumps(filled, sort_keys=True, default=str).encode()).hexdigest()[:20])
     try:

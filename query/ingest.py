@@ -182,11 +182,12 @@ class _Known:
 def _decide(known: _Known, schema: str, rec: MemoryRecord) -> tuple[str, Outcome, int]:
     """(memory id, outcome, version) of `rec` against what `known` holds; an accepted record is added to
     `known`, so a later record of the same batch is decided against it."""
+    as_written = rec.normalize_labels()  # every path into the store passes here: one place for labels
     known.load(schema, rec.table)
     # a known source record keeps its memory id: a changed one is a new version of it
     mem_id = known.source.get((schema, rec.table, rec.source_id), rec.id)
     versions = known.memory(schema, rec.table, mem_id)
-    outcome = decide(versions, rec.content_hash, rec.created_at)
+    outcome = decide(versions, rec.content_hash, rec.created_at, as_written=as_written)
     version = versions.max_version + 1
     if outcome is not Outcome.UNCHANGED:
         known.source[(schema, rec.table, rec.source_id)] = mem_id

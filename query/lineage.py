@@ -30,6 +30,7 @@ from recallfs.query.caches import LruCache
 from recallfs.query.currentness import FactState, fact_links, replaced_ids
 from recallfs.query.derived import store_state
 from recallfs.query.gate import authorize
+from recallfs.query.labels import label
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
@@ -113,7 +114,7 @@ def _fact_successors(heads: dict[str, Version]) -> dict[int, Ref]:
     slots: dict[str, list[Version]] = {}
     for fid, v in heads.items():
         if v.slot is not None and v.status == "active" and fid not in gone:
-            slots.setdefault(v.slot, []).append(v)
+            slots.setdefault(label(v.slot), []).append(v)  # one slot in either Unicode form
     for live in slots.values():
         live.sort(key=Version.order)
         out.update((older.rid, newer.ref()) for older, newer in pairwise(live))

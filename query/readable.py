@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from recallfs.query.labels import label
+
 T = TypeVar("T")
 Row = dict[str, Any]  # one memory version: query/rows.py ROW_COLUMNS plus "table"
 
@@ -88,15 +90,18 @@ class Readable:
     def current_rows(self, table: str) -> list[Meta]:
         return self.derived(f"current:{table}", lambda: [m for m in self.rows[table] if m.rid in self.current[table]])
 
+    # Groupings by a label key it in NFC (query/labels.py): a store written before labels were normalized
+    # shows one directory for "café" in either form.
     def kinds(self) -> dict[str, list[Meta]]:
-        return self.derived("kinds", lambda: group(self.current_rows("facts"), lambda m: (m.kind,)))
+        return self.derived("kinds", lambda: group(self.current_rows("facts"), lambda m: (label(m.kind),)))
 
     def tags(self) -> dict[str, list[Meta]]:
-        return self.derived("tags", lambda: group(self.current_rows("facts"), lambda m: m.tags))
+        return self.derived("tags", lambda: group(self.current_rows("facts"),
+                                                  lambda m: dict.fromkeys(map(label, m.tags))))
 
     def entities(self) -> dict[str, list[Meta]]:
         return self.derived("entities", lambda: group(
-            self.current_rows("facts"), lambda m: (m.entity,) if m.entity is not None else ()))
+            self.current_rows("facts"), lambda m: (label(m.entity),) if m.entity is not None else ()))
 
     def facts_by_id(self) -> dict[str, list[Meta]]:
         return self.derived("facts_by_id", lambda: group(self.current_rows("facts"), lambda m: (m.id,)))
@@ -107,7 +112,7 @@ class Readable:
             out: dict[str, dict[str, list[Meta]]] = {}
             for table in ("summaries", "turns"):
                 for session, metas in group(self.current_rows(table),
-                                            lambda m: (m.session,) if m.session is not None else ()).items():
+                                            lambda m: (label(m.session),) if m.session is not None else ()).items():
                     out.setdefault(session, {"summaries": [], "turns": []})[table] = metas
             return out
 

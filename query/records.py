@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recallfs.query.ids import MEMORY_ID_RULE, is_memory_id
+from recallfs.query.labels import label
 
 TYPE_TO_TABLE = {"fact": "facts", "summary": "summaries", "turn": "turns"}
 STATUSES = ("active", "superseded", "deleted")
@@ -18,6 +19,8 @@ FACT_ONLY = ("kind", "entity", "slot", "status", "supersedes", "superseded_by") 
 # rebuilt whole after each ingest, so every byte of a table is re-read by every later ingest into it: a
 # 10 MB record made each later one-line ingest take seconds (README "Ingest"). 256 KiB is about 64k
 # tokens, more than a model's context could use as one recalled memory.
+# Fields a record is found by (besides tags): one label in either Unicode form (query/labels.py).
+LABEL_FIELDS = ("kind", "session", "entity", "slot", "speaker")
 MAX_RECORD_BYTES = 256 * 1024
 
 
@@ -71,6 +74,18 @@ class MemoryRecord:
         if self.tags:
             parts.append(" ".join(f"#{t}" for t in self.tags))
         return " ".join(parts)
+
+    def normalize_labels(self) -> str | None:
+        """Put the labels in their stored form (query/labels.py). Returns the content hash the record had
+        as written when that changed it, so a file re-ingested into a store that kept its labels as
+        written still reads as unchanged; None when the labels were in that form already."""
+        as_written = self.content_hash
+        self.tags = [label(t) for t in self.tags]
+        for name in LABEL_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, label(value))
+        return as_written if self.content_hash != as_written else None
 
     @property
     def content_hash(self) -> str:

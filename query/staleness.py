@@ -31,6 +31,7 @@ from recallfs.query.currentness import MAX_CHAIN, FactState, chain_head, fact_li
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
 from recallfs.query.gate import authorize_in_store, scope_clause
+from recallfs.query.labels import label
 from recallfs.query.loading import pull_in
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.readable import Row
@@ -84,7 +85,7 @@ class _Replacements:
                   for i, f in latest.items()}
         self.links = fact_links(states)
         self.rank = {i: s.newness() for i, s in states.items()}
-        self.slot_head = {f.slot: f for f in self.head_of_id.values() if f.slot}
+        self.slot_head = {label(f.slot): f for f in self.head_of_id.values() if f.slot}  # one slot in either form
 
     def of(self, fid: str, depth: int = 0) -> _Fact | None:
         if fid in self.head_of_id:
@@ -94,7 +95,7 @@ class _Replacements:
             if head != fid:
                 return self.of(head, depth + 1)
         slot = self.latest[fid].slot if fid in self.latest else None
-        return self.slot_head.get(slot) if slot else None
+        return self.slot_head.get(label(slot)) if slot else None
 
 
 def derive(cur: Cursor, schema: str) -> Derived:

@@ -54,10 +54,12 @@ def is_newer(created_at: datetime, newest: datetime | None) -> bool:
     return newest is None or created_at >= newest
 
 
-def decide(known: MemoryVersions | None, content_hash: str, created_at: datetime) -> Outcome:
+def decide(known: MemoryVersions | None, content_hash: str, created_at: datetime, *,
+           as_written: str | None = None) -> Outcome:
+    """`as_written`: the record's hash before its labels were normalized, which an older store may hold."""
     if known is None or known.max_version == 0:
         return Outcome.NEW
-    if content_hash in known.hashes:
+    if content_hash in known.hashes or as_written in known.hashes:
         return Outcome.UNCHANGED
     return Outcome.HEAD if is_newer(created_at, known.newest) else Outcome.HISTORICAL
 

@@ -168,3 +168,16 @@ def _id_of(store: Store, source_id: str) -> str:
     row = store.cursor().execute(f"SELECT id FROM {schema}.facts WHERE source_id = ?", [source_id]).fetchone()
     assert row is not None
     return str(row[0])
+
+
+def test_a_slot_in_either_unicode_form_is_one_slot(store_path):
+    """A slot written decomposed ("cafe" + U+0301) by a store before labels were normalized, and composed
+    now: the newer fact replaces the older (each was current before, two slots that look the same)."""
+    decomposed, composed = "menu.cafe\u0301", "menu.caf\u00e9"
+    with Store(store_path) as store:
+        _ingest(store, [fact("c1", "The cafe menu lists oat milk", slot=decomposed)])
+        schema = store.partition("acme", "proj")
+        with store.transaction() as cur:  # as the code before normalization stored it
+            cur.execute(f"UPDATE {schema}.facts SET slot = ? WHERE source_id = 'c1'", [decomposed])
+        _ingest(store, [fact("c2", "The cafe menu lists soy milk", slot=composed, created_at="2026-06-05T10:00:00Z")])
+        assert _recall_ids(store, "cafe menu") == [(_id_of(store, "c2"), "The cafe menu lists soy milk")]
