@@ -15,12 +15,12 @@ TYPE_TO_TABLE = {"fact": "facts", "summary": "summaries", "turn": "turns"}
 STATUSES = ("active", "superseded", "deleted")
 VISIBILITIES = ("workspace", "private")
 FACT_ONLY = ("kind", "entity", "slot", "status", "supersedes", "superseded_by")  # fields other tables refuse
+# Fields a record is found by (besides tags): one label in either Unicode form (query/labels.py).
+LABEL_FIELDS = ("kind", "session", "entity", "slot", "speaker")
 # The most text (UTF-8 bytes, all string fields together) one memory may hold. The full-text index is
 # rebuilt whole after each ingest, so every byte of a table is re-read by every later ingest into it: a
 # 10 MB record made each later one-line ingest take seconds (README "Ingest"). 256 KiB is about 64k
 # tokens, more than a model's context could use as one recalled memory.
-# Fields a record is found by (besides tags): one label in either Unicode form (query/labels.py).
-LABEL_FIELDS = ("kind", "session", "entity", "slot", "speaker")
 MAX_RECORD_BYTES = 256 * 1024
 
 
@@ -79,13 +79,15 @@ class MemoryRecord:
         """Put the labels in their stored form (query/labels.py). Returns the content hash the record had
         as written when that changed it, so a file re-ingested into a store that kept its labels as
         written still reads as unchanged; None when the labels were in that form already."""
+        tags = [label(t) for t in self.tags]
+        fields_now = {n: label(v) for n in LABEL_FIELDS if (v := getattr(self, n)) is not None}
+        if tags == self.tags and all(getattr(self, n) == v for n, v in fields_now.items()):
+            return None  # the usual case (ASCII labels): no second hash of the content
         as_written = self.content_hash
-        self.tags = [label(t) for t in self.tags]
-        for name in LABEL_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                setattr(self, name, label(value))
-        return as_written if self.content_hash != as_written else None
+        self.tags = tags
+        for name, value in fields_now.items():
+            setattr(self, name, value)
+        return as_written
 
     @property
     def content_hash(self) -> str:
