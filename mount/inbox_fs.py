@@ -9,7 +9,7 @@ parses, checks the writer's scope and ingests them in one transaction, query/inb
 returns only after that answer. Accepted, the file leaves inbox/; refused, close() fails with EINVAL (EACCES
 for a policy that denies writes) and `.rejected/<name>.md` says why, for as long as the mount lives. The
 close the kernel makes for a writer killed mid-file is told apart and remembers nothing
-(mount/inbox_state.killed_by). The process around it: mount/inbox_main.py.
+(mount/inbox_state.killed_below). The process around it: mount/inbox_main.py.
 
 Everything is held in memory: a pending file is at most `limit` bytes (EFBIG past it).
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.inbox_state import Draft, Note, Pending, killed_by, rejected_name
+from recallfs.mount.inbox_state import Draft, Handle, Note, Pending, killed_below, rejected_name
 from recallfs.mount.names import NAME_MAX
 
 ROOT, REJECTED = pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE + 1
@@ -34,7 +34,9 @@ REJECTED_NAME = ".rejected"
 Remember = Callable[[int, str, bytes], "tuple[int, str] | None"]
 
 
-KILLED = 0  # not an errno: the writer was killed, and its close answers nothing
+# A writer killed before it closed: its close fails (the killed process ignores it; should another close be
+# taken for a killed one, it fails too, never silently storing nothing)
+KILLED = errno.ECANCELED
 # What the writer of a refused file can do, by the errno its close answered with: only a refusal of the
 # file itself asks for the file to be fixed (the store's own state, or a policy, is not the file's fault).
 AFTER_REFUSAL = {
@@ -42,6 +44,7 @@ AFTER_REFUSAL = {
     errno.ENOSPC: "Write it again once the disk holding the store has room.",
     errno.EROFS: "Write it again once the store takes writes (`recallfs status` says why it does not).",
     errno.ENOTCONN: "Write it again once the store is mounted again.",
+    errno.EFBIG: "Write it as several smaller files, or raise RECALLFS_INBOX_MAX_BYTES.",
     KILLED: "Write the whole file again.",
 }
 
@@ -61,7 +64,7 @@ class InboxOps(pyfuse3.Operations):
         self.by_ino: dict[int, Pending] = {}
         self.rejected: dict[tuple[int, str], Note] = {}  # (uid, name) -> the note saying why it was refused
         self.notes: dict[int, Note] = {}  # the same notes by inode
-        self.handles: dict[int, tuple[Pending, Draft]] = {}  # fh -> the name and the draft it writes
+        self.handles: dict[int, Handle] = {}  # fh -> the name, the draft it writes, its opener
         self.dirs_open: dict[int, tuple[int, int]] = {}  # fh -> (directory, the uid that opened it)
         self.notes_open: dict[int, bytes] = {}  # fh -> the note a reader of .rejected/ opened
         self._next_ino = REJECTED + 1
@@ -153,13 +156,13 @@ class InboxOps(pyfuse3.Operations):
         text = self._checked_name(name)
         pending = self.files.get((ctx.uid, text))
         if pending is None:
-            pending = Pending(self._next_ino, text, ctx.uid, ctx.gid, Draft(ctx.pid))
+            pending = Pending(self._next_ino, text, ctx.uid, ctx.gid, Draft())
             self._next_ino += 1
             self.files[(ctx.uid, text)], self.by_ino[pending.ino] = pending, pending
             self.changed_ns[ROOT] = time.time_ns()
         else:  # another writer's draft of this name goes on as its own
-            pending.draft = Draft(ctx.pid)
-        return self._open(pending), self._file_attr(pending)
+            pending.draft = Draft()
+        return self._open(pending, ctx.pid), self._file_attr(pending)
 
     async def open(self, inode: int, flags: int, ctx: Any = None) -> pyfuse3.FileInfo:
         pending = self.by_ino.get(inode)
@@ -176,32 +179,33 @@ class InboxOps(pyfuse3.Operations):
         if not _sees(ctx, pending.uid):
             raise pyfuse3.FUSEError(errno.ENOENT)
         if flags & os.O_TRUNC:  # a new draft: what another writer is writing to this name stays its own
-            pending.draft = Draft(ctx.pid)
-        else:  # `>>`, an editor: this writer adds to the current draft, as to a file
-            pending.draft.pid = ctx.pid
-        return self._open(pending)
+            pending.draft = Draft()
+        # else `>>`, an editor, a reader: this handle shares the current draft, as a file would be shared
+        return self._open(pending, ctx.pid)
 
-    def _open(self, pending: Pending) -> pyfuse3.FileInfo:
+    def _open(self, pending: Pending, pid: int) -> pyfuse3.FileInfo:
         fh = self._next_fh
         self._next_fh += 1
-        self.handles[fh] = (pending, pending.draft)
+        self.handles[fh] = Handle(pending, pending.draft, pid)
         pending.handles += 1
         return pyfuse3.FileInfo(fh=fh, direct_io=True)
 
     async def write(self, fh: int, off: int, buf: bytes) -> int:
-        draft = self._handle(fh)[1]
-        if off + len(buf) > self.limit:
+        handle = self._handle(fh)
+        draft = handle.draft
+        handle.dirty = draft.dirty = True
+        if off + len(buf) > self.limit:  # the close refuses the draft: what is kept is not the whole file
+            draft.too_large = True
             raise pyfuse3.FUSEError(errno.EFBIG)
         if off > len(draft.data):
             draft.data.extend(bytes(off - len(draft.data)))
         draft.data[off: off + len(buf)] = buf
-        draft.dirty = True
         draft.mtime_ns = time.time_ns()
         return len(buf)
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
         held = self.handles.get(fh)
-        data = bytes(held[1].data) if held is not None else self.notes_open.get(fh)
+        data = bytes(held.draft.data) if held is not None else self.notes_open.get(fh)
         if data is None:
             raise pyfuse3.FUSEError(errno.EBADF)
         return data[off: off + size]
@@ -212,29 +216,44 @@ class InboxOps(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EPERM if inode in (ROOT, REJECTED) else
                                     errno.EROFS if inode in self.notes else errno.ENOENT)
         if fields.update_size:
-            if attr.st_size > self.limit:
-                raise pyfuse3.FUSEError(errno.EFBIG)
             held = self.handles.get(fh) if fh is not None else None
-            draft = held[1] if held is not None and held[0] is pending else pending.draft  # ftruncate: its own
+            mine = held is not None and held.pending is pending
+            draft = held.draft if held is not None and mine else pending.draft  # ftruncate: its own
+            if held is not None and mine:
+                held.dirty = True
+            draft.dirty = True
+            if attr.st_size > self.limit:
+                draft.too_large = True
+                raise pyfuse3.FUSEError(errno.EFBIG)
             del draft.data[attr.st_size:]
             draft.data.extend(bytes(attr.st_size - len(draft.data)))
-            draft.dirty = True
         return self._file_attr(pending)
 
     async def flush(self, fh: int) -> None:
-        """close(): the file is remembered now, if it changed since the last close (a dup'd descriptor
-        closed twice remembers it once); close() returns the answer."""
+        """close(): the draft is remembered now if this handle wrote since its last close (a dup'd descriptor
+        closed twice remembers it once; a reader's close never does) and no other writer of the same draft
+        has unclosed writes (the last of them remembers it whole); close() returns the answer."""
         if fh in self.notes_open:
             return
-        pending, draft = self._handle(fh)
+        handle = self._handle(fh)
+        pending, draft = handle.pending, handle.draft
+        if not handle.dirty:
+            return
+        handle.dirty = False
         if not draft.dirty:
-            return
-        draft.dirty = False
-        killed = killed_by(draft.pid)
+            return  # remembered or refused already, at another writer's close
+        killed = killed_below(handle.pid)
         if killed:  # the kernel closes a killed writer's files: what it wrote is not a whole file
-            self._refused(pending, draft, f"the writer (pid {draft.pid}) was killed by signal {killed} before "
+            self._refused(pending, draft, f"the writer (pid {killed[0]}) was killed by signal {killed[1]} before "
                                           "it closed the file", KILLED)
-            return
+            raise pyfuse3.FUSEError(KILLED)
+        if any(other.dirty for other in self.handles.values() if other.draft is draft):
+            return  # `>>` beside a writer still writing: the draft is stored at that writer's close
+        if draft.too_large:
+            self._refused(pending, draft, f"the file is larger than inbox/ takes ({self.limit:,} bytes; a write past "
+                                          "that failed with EFBIG)", errno.EFBIG)
+            raise pyfuse3.FUSEError(errno.EFBIG)
+        draft.dirty = False  # before the wait: another close meanwhile must not remember it twice
         refused = await self._remembered(pending, draft)
         if refused is None:
             self._settled(pending, draft)
@@ -259,6 +278,7 @@ class InboxOps(pyfuse3.Operations):
         self._next_ino += 1
         self.rejected[key], self.notes[kept.ino] = kept, kept
         self.changed_ns[REJECTED] = time.time_ns()
+        draft.dirty = False
         self._settled(pending, draft)
 
     async def _remembered(self, pending: Pending, draft: Draft) -> tuple[int, str] | None:
@@ -273,7 +293,7 @@ class InboxOps(pyfuse3.Operations):
         self.notes_open.pop(fh, None)
         held = self.handles.pop(fh, None)
         if held is not None:
-            pending = held[0]
+            pending = held.pending
             pending.handles -= 1
             if pending.handles <= 0 and not pending.draft.data and not pending.draft.dirty:
                 self._drop(pending)
@@ -321,7 +341,7 @@ class InboxOps(pyfuse3.Operations):
         return data
 
     # -- helpers -----------------------------------------------------------------------------------
-    def _handle(self, fh: int) -> tuple[Pending, Draft]:
+    def _handle(self, fh: int) -> Handle:
         held = self.handles.get(fh)
         if held is None:
             raise pyfuse3.FUSEError(errno.EBADF)

@@ -3,6 +3,7 @@ ones, and how a close by a killed writer is told apart from a real one."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -21,13 +22,13 @@ class Note:
 
 @dataclass(slots=True)
 class Draft:
-    """What one open of a file wrote. A create, or an open that truncates, starts a draft of its own:
-    agents that write one name at once (`echo ... > inbox/note.md` from eight shells) never write into,
+    """What the writers of one open file wrote. A create, or an open that truncates, starts a draft of its
+    own: agents that write one name at once (`echo ... > inbox/note.md` from eight shells) never write into,
     truncate or close one another's bytes, and each close remembers what its own writer wrote."""
 
-    pid: int  # the process that opened it last: its death mid-file is not a close
     data: bytearray = field(default_factory=bytearray)
-    dirty: bool = False  # written since the last close
+    dirty: bool = False  # written since it was last remembered or refused
+    too_large: bool = False  # a write or truncate past the limit was refused: the draft is not the whole file
     mtime_ns: int = field(default_factory=time.time_ns)
 
 
@@ -44,7 +45,21 @@ class Pending:
     handles: int = 0
 
 
+@dataclass(slots=True)
+class Handle:
+    """One open of a name in inbox/: the draft it reads and writes, the process that opened it, and whether
+    it has written since its own last close. Only the close of a handle that wrote remembers
+    a draft: a reader (`cat`, `grep -r` over the mount) that opens a file another process is still writing
+    stores nothing, and the process checked for a kill is the one that holds this handle's descriptor."""
+
+    pending: Pending
+    draft: Draft
+    pid: int  # the opener: the closing process is it or one that inherited the descriptor from it
+    dirty: bool = False  # wrote (or truncated) through this handle since its last close
+
+
 _PF_EXITING = 0x4
+_TREE_LIMIT = 4096  # processes looked at below an opener (a runaway fork tree is not walked whole)
 
 
 def killed_by(pid: int) -> int:
@@ -61,6 +76,42 @@ def killed_by(pid: int) -> int:
     except (IndexError, ValueError):
         return 0
     return exit_code & 0x7F if flags & _PF_EXITING else 0
+
+
+def killed_below(opener: int) -> tuple[int, int] | None:
+    """(pid, signal) of a process being killed now among `opener` and its descendants, or None.
+
+    A close reaches the inbox without the closing process's pid (pyfuse3's flush has no caller), but the
+    descriptor is the opener's or was inherited from it: `timeout 2 sh -c '...' > inbox/x.md` opens the file
+    in the process that becomes `timeout`, and the shell that writes and is killed is its child. Such a
+    child is still listed under its parent while its files close (it becomes a zombie after)."""
+    seen: set[int] = set()
+    todo = [opener]
+    while todo and len(seen) < _TREE_LIMIT:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        signal = killed_by(pid)
+        if signal:
+            return pid, signal
+        todo.extend(_children(pid))
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
+                out.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def rejected_name(name: str) -> str:

@@ -294,3 +294,111 @@ def test_the_issue_s_example_as_printed(mounted: Mount) -> None:
     assert listed[0].startswith("01-fact-the-staging-db-moved-to-pg-delta"), listed
     hit = (mounted.path / "recall" / "where is the staging db" / listed[0]).read_text()
     assert f"agent: {AGENT}\n" in hit and "pg-delta" in hit
+
+
+def _slow_writer(path: Path, first: str, rest: str) -> subprocess.Popen[str]:
+    """A Python writer that writes `first`, says so, waits for a line on stdin, then writes `rest` and
+    closes (or is killed before it does)."""
+    return subprocess.Popen([sys.executable, "-c", "import sys\n"
+                             "f = open(sys.argv[1], 'w'); f.write(sys.argv[2]); f.flush()\n"
+                             "print('written', flush=True); sys.stdin.readline()\n"
+                             "f.write(sys.argv[3]); f.close()", str(path), first, rest],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def _finish(writer: subprocess.Popen[str]) -> int:
+    assert writer.stdin is not None and writer.stdout is not None
+    writer.stdin.write("go\n")
+    writer.stdin.close()
+    code = writer.wait(60)
+    writer.stdout.close()
+    return code
+
+
+def test_a_reader_of_a_file_being_written_stores_nothing(mounted: Mount) -> None:
+    """`cat`, `grep -r` over the mount, or any reader that opens an inbox file another process is still
+    writing, used to store the half it read at its own close, and the writer's close then stored a second,
+    whole memory (found 2026-12-04). A reader's close stores nothing; grep does not fail on a front matter
+    the writer has not closed yet."""
+    before = counts(mounted)
+    path = mounted.path / "inbox" / "peek.md"
+    writer = _slow_writer(path, "---\nkind: note\n", "---\nThe peek-kestrel note is whole only now.\n")
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
+    for reader in ("cat inbox/peek.md > /dev/null", "grep -r kestrel inbox/ || true", "head -c 3 inbox/peek.md"):
+        proc = sh(reader, mounted.path)
+        assert proc.returncode == 0 and not proc.stderr, (reader, proc.stderr)
+    assert counts(mounted) == before and "peek.md" in os.listdir(mounted.path / "inbox")
+    assert _finish(writer) == 0
+    found = facts_named(mounted, "peek-kestrel")
+    assert len(found) == 1, found
+    assert "peek.md" not in os.listdir(mounted.path / "inbox" / ".rejected")
+
+
+def test_a_writer_killed_after_a_reader_opened_its_file_stores_nothing(mounted: Mount) -> None:
+    """The killed-writer test looked at the last process to open the file: a reader's open in between made
+    a writer's kill -9 store its half."""
+    before = counts(mounted)
+    path = mounted.path / "inbox" / "halfread.md"
+    writer = _slow_writer(path, "The halfread-osprey note, first half. ", "Second half.\n")
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
+    assert sh("cat inbox/halfread.md > /dev/null", mounted.path).returncode == 0
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(30)
+    assert writer.stdin is not None and writer.stdout is not None
+    writer.stdin.close()
+    writer.stdout.close()
+    note = mounted.path / "inbox" / ".rejected" / "halfread.md"
+    assert wait_until(note.exists)
+    assert "killed by signal 9" in note.read_text()
+    assert counts(mounted) == before and not facts_named(mounted, "halfread-osprey")
+
+
+def test_a_command_killed_by_timeout_stores_nothing(mounted: Mount) -> None:
+    """`timeout` opens the file (the shell's redirection, in the process that becomes timeout) and its child
+    writes: the child killed, timeout exiting 124 normally, used to store the child's half."""
+    before = counts(mounted)
+    proc = sh("timeout 2 sh -c 'echo The timeout-heron part one; sleep 30; echo part two' > inbox/to.md",
+              mounted.path)
+    assert proc.returncode == 124, proc.stderr
+    note = mounted.path / "inbox" / ".rejected" / "to.md"
+    assert wait_until(note.exists)
+    assert "killed by signal 15" in note.read_text()
+    assert counts(mounted) == before and not facts_named(mounted, "timeout-heron")
+
+
+def test_an_append_beside_a_writer_still_writing_is_stored_once_whole(mounted: Mount, tmp_path: Path) -> None:
+    """`echo ... >> name` while another process writes that name shares its draft, as with a file: the
+    draft is stored once, at the last writer's close, holding what a file on disk would hold after the same
+    writes, not half at the append's close and again at the writer's."""
+    bodies = []
+    for where in (tmp_path, mounted.path / "inbox"):
+        writer = _slow_writer(where / "shared.md", "The shared-plover note begins. ", "It ends here, after all.\n")
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
+        proc = sh(f"echo 'An appended line.' >> {where}/shared.md", mounted.path)
+        assert proc.returncode == 0, proc.stderr
+        assert not facts_named(mounted, "shared-plover")
+        assert _finish(writer) == 0
+        bodies.append((tmp_path / "shared.md").read_text().strip())
+    found = facts_named(mounted, "shared-plover")
+    assert len(found) == 1, found
+    assert (mounted.path / "facts" / found[0]).read_text().rstrip().endswith(bodies[0])
+
+
+@pytest.mark.parametrize("how", ["lines", "cp"])
+def test_a_file_past_the_limit_stores_nothing_even_when_its_lines_fit(mounted: Mount, tmp_path: Path, how) -> None:
+    """Writes past 1 MiB fail with EFBIG; when they ended on a line boundary, the close used to store the
+    first MiB of a JSONL file (7,606 of 9,500 records). Now the close refuses the whole file with EFBIG."""
+    before = counts(mounted)
+    src = tmp_path / "big.jsonl"
+    with src.open("w") as fh:
+        for i in range(9500):  # ~1.3 MB
+            fh.write(json.dumps({"type": "fact", "source_id": f"lw-{how}-{i:05d}", "content": f"Linewise {how} {i} " * 4,
+                                 "created_at": "2026-11-02"}) + "\n")
+    script = (f"while IFS= read -r l; do printf '%s\\n' \"$l\"; done < {src} > inbox/{how}.jsonl" if how == "lines"
+              else f"cp {src} inbox/{how}.jsonl")
+    proc = sh(script, mounted.path)
+    assert "File too large" in proc.stderr, proc.stderr
+    note = mounted.path / "inbox" / ".rejected" / f"{how}.jsonl.md"
+    assert wait_until(note.exists)
+    assert "larger than inbox/ takes" in note.read_text()
+    assert counts(mounted) == before
