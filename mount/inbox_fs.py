@@ -49,6 +49,10 @@ AFTER_REFUSAL = {
 }
 
 
+# How a reason says the daemon took the file and died before answering (mount/inbox_main.forward_to)
+UNKNOWN_OUTCOME = "whether the file was stored is unknown"
+
+
 class InboxOps(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
@@ -268,8 +272,11 @@ class InboxOps(pyfuse3.Operations):
             self._drop(pending)
 
     def _refused(self, pending: Pending, draft: Draft, reason: str, number: int) -> None:
-        after = AFTER_REFUSAL.get(number, "")
-        note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. {after}".rstrip() + "\n"
+        if UNKNOWN_OUTCOME in reason:  # the daemon died with it: it may have committed first
+            note = f"# {pending.name}: not confirmed\n\n{reason}\n"
+        else:
+            after = AFTER_REFUSAL.get(number, "")
+            note = f"# {pending.name}: refused\n\n{reason}\n\nNothing was stored. {after}".rstrip() + "\n"
         key = (pending.uid, rejected_name(pending.name))
         old = self.rejected.get(key)
         if old is not None:

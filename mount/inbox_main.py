@@ -12,7 +12,7 @@ import sys
 import pyfuse3
 import trio
 
-from recallfs.mount.inbox_fs import InboxOps, Remember
+from recallfs.mount.inbox_fs import UNKNOWN_OUTCOME, InboxOps, Remember
 
 
 def forward_to(store: str) -> Remember:
@@ -20,12 +20,16 @@ def forward_to(store: str) -> Remember:
     import base64
 
     from recallfs.mount.control_auth import STORED
-    from recallfs.mount.control_client import ControlError, request
+    from recallfs.mount.control_client import ControlError, DaemonBrokeOff, request
 
     def remember(uid: int, name: str, data: bytes) -> tuple[int, str] | None:
         payload = {"op": "inbox", "uid": uid, "name": name, "data": base64.b64encode(data).decode()}
         try:
             reply = request(store, payload, timeout=600)
+        except DaemonBrokeOff as exc:  # it died (or hung) with the file in its hands: not the file's fault
+            return errno.ENOTCONN, (f"{exc}: {UNKNOWN_OUTCOME} (the ingest is one "
+                                    "transaction: all of it or none). Look for it once the store is mounted "
+                                    "again (`recallfs recall`, facts/) before writing it again")
         except ControlError as exc:
             if exc.code == STORED:  # committed; only the index refresh after it failed (health shows the index)
                 return None

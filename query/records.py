@@ -17,6 +17,7 @@ VISIBILITIES = ("workspace", "private")
 FACT_ONLY = ("kind", "entity", "slot", "status", "supersedes", "superseded_by")  # fields other tables refuse
 # Fields a record is found by (besides tags): one label in either Unicode form (query/labels.py).
 LABEL_FIELDS = ("kind", "session", "entity", "slot", "speaker")
+MAX_SEQ = 2**31 - 1  # the turns table's seq column is a DuckDB INTEGER
 # The most text (UTF-8 bytes, all string fields together) one memory may hold. The full-text index is
 # rebuilt whole after each ingest, so every byte of a table is re-read by every later ingest into it: a
 # 10 MB record made each later one-line ingest take seconds (README "Ingest"). 256 KiB is about 64k
@@ -257,8 +258,9 @@ def parse_record(obj: Any, *, org: str, workspace: str, agent: str, source: str 
         seq = obj.get("seq")
         if seq is None:
             raise RecordError("missing field 'seq'")
-        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-            raise RecordError(f"seq: expected a non-negative integer, got {seq!r}")
+        if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
+            shown = seq if not isinstance(seq, int) or seq < 10**12 else f"an integer of {len(str(seq))} digits"
+            raise RecordError(f"seq: expected a non-negative integer up to {MAX_SEQ:,}, got {shown!r}")
         rec.seq = seq
         rec.speaker = _str(obj, "speaker", required=True)
         rec.caption = _str(obj, "caption")

@@ -392,8 +392,8 @@ def test_a_file_past_the_limit_stores_nothing_even_when_its_lines_fit(mounted: M
     src = tmp_path / "big.jsonl"
     with src.open("w") as fh:
         for i in range(9500):  # ~1.3 MB
-            fh.write(json.dumps({"type": "fact", "source_id": f"lw-{how}-{i:05d}", "content": f"Linewise {how} {i} " * 4,
-                                 "created_at": "2026-11-02"}) + "\n")
+            fh.write(json.dumps({"type": "fact", "source_id": f"lw-{how}-{i:05d}",
+                                 "content": f"Linewise {how} {i} " * 4, "created_at": "2026-11-02"}) + "\n")
     script = (f"while IFS= read -r l; do printf '%s\\n' \"$l\"; done < {src} > inbox/{how}.jsonl" if how == "lines"
               else f"cp {src} inbox/{how}.jsonl")
     proc = sh(script, mounted.path)

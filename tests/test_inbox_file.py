@@ -61,6 +61,12 @@ def test_written_files_become_records(name, text, expected):
     ("bad.jsonl", '{"type": "fact",\n', 1, "malformed JSON"),
     ("none.jsonl", "// nothing but a comment\n", None, "no record"),
     ("array.jsonl", "[1, 2]\n", 1, "JSON object"),
+    # Found 2026-12-04: nested aliases expanded to a billion items (68 s, 5 GB); a self-reference recursed.
+    ("bomb.md", "---\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+     + "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9)) + "---\nBody.",
+     2, "anchors and aliases"),
+    ("self.md", "---\nkind: fact\ntags: &a [*a]\n---\nBody.", 3, "anchors and aliases"),
+    ("anchor.md", "---\nkind: fact\nentity: &who Zoe\n---\nBody.", 3, "anchors and aliases"),
 ])
 def test_refused_files_say_which_line_and_why(name, text, line, words):
     with pytest.raises(InboxError) as info:

@@ -56,6 +56,15 @@ BAD_LINES = [
                  "tags": ["ok", "\udfff"]}), "tags: a lone surrogate \\udfff at character 0"),
     (json.dumps({"type": "summary", "source_id": "s9", "session": "s", "content": "x", "created_at": "2026-01-01",
                  "title": "a\udbff"}), "title: a lone surrogate"),
+    # Found 2026-12-04: a traceback (Python will not read an integer of over 4,300 digits), and a seq past
+    # the turns table's INTEGER column that passed the checks and failed inside DuckDB.
+    ('{"type": "fact", "source_id": "f9", "content": "x", "created_at": "2026-01-01", "n": ' + "9" * 5000 + "}",
+     "malformed JSON: a number of more than 4,300 digits"),
+    (json.dumps({"type": "turn", "source_id": "t9", "content": "x", "created_at": "2026-01-01", "session": "s",
+                 "speaker": "a", "seq": 10**30}), "seq: expected a non-negative integer up to 2,147,483,647, got "
+                                                  "'an integer of 31 digits'"),
+    (json.dumps({"type": "turn", "source_id": "t9", "content": "x", "created_at": "2026-01-01", "session": "s",
+                 "speaker": "a", "seq": 2**31}), "up to 2,147,483,647, got 2147483648"),
     ("[" * 100_000 + "]" * 100_000, "malformed JSON: nested too deeply"),
     ('{"a":' * 50_000 + "1" + "}" * 50_000, "malformed JSON: nested too deeply"),
     (json.dumps({"type": "fact", "source_id": "f9", "content": "x" * (MAX_RECORD_BYTES + 1),

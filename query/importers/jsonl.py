@@ -34,6 +34,8 @@ def json_lines(text: str) -> Iterator[tuple[int, Any]]:
         except RecursionError:  # the decoder recurses once per level: "[[[[..." 100k deep
             raise JsonLineError(lineno, "nested too deeply (a record is one object of strings, numbers and "
                                 "lists of strings)") from None
+        except ValueError:  # Python refuses to read an integer of more than 4,300 digits
+            raise JsonLineError(lineno, "a number of more than 4,300 digits") from None
         yield lineno, obj
 
 
