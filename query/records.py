@@ -110,7 +110,7 @@ def check_text(items: Iterable[tuple[str, Any]]) -> None:
     lists of strings are checked, other values are left to the field checks.
 
     A JSON escape of half a surrogate pair ("\\ud800") decodes to a lone surrogate, which is not a
-    character and has no UTF-8 form: the record is refused, never silently altered."""
+    character and has no UTF-8 form: the record is refused, never silently altered. So is a NUL."""
     total, largest = 0, ("", 0)
     for key, value in items:
         for text in value if isinstance(value, list) else [value]:
@@ -123,6 +123,9 @@ def check_text(items: Iterable[tuple[str, Any]]) -> None:
                     f"{key}: a lone surrogate \\u{ord(text[exc.start]):04x} at character {exc.start} is not text "
                     "(a \\ud800-\\udfff escape must be one half of a pair)"
                 ) from None
+            nul = text.find("\x00")
+            if nul >= 0:  # grep and most tools take a file holding one for binary: the memory would vanish from them
+                raise RecordError(f"{key}: a NUL character at character {nul} is not text")
             total += size
             if size > largest[1]:
                 largest = (key, size)

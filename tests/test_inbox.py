@@ -402,3 +402,13 @@ def test_a_file_past_the_limit_stores_nothing_even_when_its_lines_fit(mounted: M
     assert wait_until(note.exists)
     assert "larger than inbox/ takes" in note.read_text()
     assert counts(mounted) == before
+
+
+def test_a_file_of_nuls_is_refused(mounted: Mount) -> None:
+    """`truncate -s 100 inbox/tr.md` stored a fact of 100 NUL bytes (found 2026-12-04), which grep and rg then
+    skip as binary. A NUL is not text: refused, with its place."""
+    before = counts(mounted)
+    proc = sh("truncate -s 100 inbox/tr.md", mounted.path)
+    assert proc.returncode != 0 and "Invalid argument" in proc.stderr, proc.stderr
+    assert "NUL character at character 0" in (mounted.path / "inbox" / ".rejected" / "tr.md").read_text()
+    assert counts(mounted) == before

@@ -65,6 +65,8 @@ BAD_LINES = [
                                                   "'an integer of 31 digits'"),
     (json.dumps({"type": "turn", "source_id": "t9", "content": "x", "created_at": "2026-01-01", "session": "s",
                  "speaker": "a", "seq": 2**31}), "up to 2,147,483,647, got 2147483648"),
+    (json.dumps({"type": "fact", "source_id": "f9", "content": "ab\x00c", "created_at": "2026-01-01"}),
+     "content: a NUL character at character 2 is not text"),  # a file `truncate -s 100` made in inbox/ was 100 NULs
     ("[" * 100_000 + "]" * 100_000, "malformed JSON: nested too deeply"),
     ('{"a":' * 50_000 + "1" + "}" * 50_000, "malformed JSON: nested too deeply"),
     (json.dumps({"type": "fact", "source_id": "f9", "content": "x" * (MAX_RECORD_BYTES + 1),
