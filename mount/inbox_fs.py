@@ -244,8 +244,8 @@ class InboxOps(pyfuse3.Operations):
         if not handle.dirty:
             return
         handle.dirty = False
-        if not draft.dirty:
-            return  # remembered or refused already, at another writer's close
+        if not draft.dirty or pending.removed:
+            return  # remembered or refused already, at another writer's close; or `rm` took the name
         killed = killed_below(handle.pid)
         if killed:  # the kernel closes a killed writer's files: what it wrote is not a whole file
             self._refused(pending, draft, f"the writer (pid {killed[0]}) was killed by signal {killed[1]} before "
@@ -314,6 +314,7 @@ class InboxOps(pyfuse3.Operations):
         pending = self.files.get((ctx.uid, text)) if parent_inode == ROOT else None
         if pending is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
+        pending.removed = True  # an agent that removes its draft wants it gone: its writers' closes keep nothing
         self._drop(pending)
 
     # -- what the inbox does not take: one answer each, as the README's errno table says -------------

@@ -43,6 +43,7 @@ class Pending:
     gid: int
     draft: Draft
     handles: int = 0
+    removed: bool = False  # unlinked while open: as with an unlinked file, its writers' closes keep nothing
 
 
 @dataclass(slots=True)

@@ -150,8 +150,11 @@ def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> Memor
     if filled["type"] == "fact" and isinstance(filled.get("slot"), str) and "id" not in filled:
         # a slot written again is the next version of one memory: history/<id>/ shows the chain
         filled["id"] = derive_id("facts", f"slot:{label(filled['slot'])}")
+    # The id of what the file says: the time of the write is left out unless the file gives one, so the
+    # same text written again (an agent's retry) is that memory again, not a second one beside it.
+    said = {k: v for k, v in filled.items() if k != "created_at" or "created_at" in obj}
     filled.setdefault("source_id", "inbox:" + hashlib.sha256(
-        json.dumps(filled, sort_keys=True, default=str).encode()).hexdigest()[:20])
+        json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()[:20])
     try:
         return parse_record(filled, org=writer.org, workspace=writer.workspace, agent=writer.agent,
                             source=f"inbox:{name}")

@@ -412,3 +412,29 @@ def test_a_file_of_nuls_is_refused(mounted: Mount) -> None:
     assert proc.returncode != 0 and "Invalid argument" in proc.stderr, proc.stderr
     assert "NUL character at character 0" in (mounted.path / "inbox" / ".rejected" / "tr.md").read_text()
     assert counts(mounted) == before
+
+
+def test_a_draft_removed_while_its_writer_writes_is_not_stored(mounted: Mount) -> None:
+    """`rm inbox/x.md` while a writer still has it open: as with an unlinked file, the writer's close succeeds
+    and nothing is kept. Before (found 2026-12-04), the writer's close stored it anyway."""
+    before = counts(mounted)
+    writer = _slow_writer(mounted.path / "inbox" / "gone.md", "The gone-grebe note, ", "never wanted.\n")
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
+    assert sh("rm inbox/gone.md", mounted.path).returncode == 0
+    assert "gone.md" not in os.listdir(mounted.path / "inbox")
+    assert _finish(writer) == 0
+    assert counts(mounted) == before and not facts_named(mounted, "gone-grebe")
+    assert "gone.md" not in os.listdir(mounted.path / "inbox" / ".rejected")
+
+
+def test_the_same_note_written_twice_is_one_memory(mounted: Mount) -> None:
+    """An agent that writes a note again (a retry after an error it could not read) used to get two facts:
+    the time of the write was part of the note's id. Now the second write is that memory's next version."""
+    for _ in range(2):
+        assert sh("echo 'The twice-written wren note' > inbox/wren.md", mounted.path).returncode == 0
+        time.sleep(1.1)
+    found = facts_named(mounted, "twice-written-wren")
+    assert len(found) == 1, found
+    memory_id = next(line.split(": ", 1)[1] for line in (mounted.path / "facts" / found[0]).read_text().splitlines()
+                     if line.startswith("id: "))
+    assert len(os.listdir(mounted.path / "history" / memory_id)) == 2

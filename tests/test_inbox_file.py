@@ -97,6 +97,21 @@ def test_the_same_file_written_twice_is_the_same_record():
     assert other.source_id != first.source_id
 
 
+def test_the_same_text_written_again_later_is_the_same_memory():
+    """Found 2026-12-04: the time of the write was part of a plain file's source id, so an agent writing the
+    same note twice (a retry after an error) made two facts. A created_at the file gives still counts."""
+    from datetime import timedelta
+
+    later = Writer(org="acme", workspace="platform", agent="scout", now=NOW + timedelta(minutes=5))
+    first = _one("a.md", "The cache TTL is 5 minutes.")
+    again = parse_inbox_file("a.md", b"The cache TTL is 5 minutes.", later)[0]
+    assert first.id == again.id and first.source_id == again.source_id
+    assert again.created_at > first.created_at  # written again: its next version, dated now
+    dated = [parse_inbox_file("d.md", b"---\ncreated_at: %s\n---\nThe cache TTL is 5 minutes." % d, SCOUT)[0]
+             for d in (b"2026-01-01", b"2026-02-01")]
+    assert dated[0].source_id != dated[1].source_id
+
+
 def test_a_slot_written_again_is_the_next_version_of_one_memory():
     first = _one("a.md", "---\nslot: build-cache\n---\nThe build cache lives on nfs-1")
     second = _one("b.md", "---\nslot: build-cache\n---\nThe build cache lives on nfs-2")
