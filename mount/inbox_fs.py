@@ -25,7 +25,7 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.inbox_state import Draft, Handle, Note, Pending, killed_below, rejected_name
+from recallfs.mount.inbox_state import Draft, Handle, Note, Pending, killed_below, opener_is_closing, rejected_name
 from recallfs.mount.names import NAME_MAX
 
 ROOT, REJECTED = pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE + 1
@@ -243,14 +243,18 @@ class InboxOps(pyfuse3.Operations):
         pending, draft = handle.pending, handle.draft
         if not handle.dirty:
             return
-        handle.dirty = False
         if not draft.dirty or pending.removed:
+            handle.dirty = False
             return  # remembered or refused already, at another writer's close; or `rm` took the name
         killed = killed_below(handle.pid)
         if killed:  # the kernel closes a killed writer's files: what it wrote is not a whole file
+            handle.dirty = False
             self._refused(pending, draft, f"the writer (pid {killed[0]}) was killed by signal {killed[1]} before "
                                           "it closed the file", KILLED)
             raise pyfuse3.FUSEError(KILLED)
+        if not opener_is_closing(handle.pid):
+            return  # a command the writer ran exited: the writer is not done, and its own close stores
+        handle.dirty = False
         if any(other.dirty for other in self.handles.values() if other.draft is draft):
             return  # `>>` beside a writer still writing: the draft is stored at that writer's close
         if draft.too_large:

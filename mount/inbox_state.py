@@ -4,6 +4,7 @@ ones, and how a close by a killed writer is told apart from a real one."""
 from __future__ import annotations
 
 import os
+import platform
 import time
 from dataclasses import dataclass, field
 
@@ -98,6 +99,45 @@ def killed_below(opener: int) -> tuple[int, int] | None:
             return pid, signal
         todo.extend(_children(pid))
     return None
+
+
+# System calls that close a descriptor, by machine (each kernel's syscall table): a task blocked in one of
+# them when a close reaches the inbox is the one closing. exit and exit_group are not needed: an exiting
+# task has PF_EXITING.
+_CLOSING_CALLS: dict[str, frozenset[int]] = {
+    "x86_64": frozenset({3, 33, 292, 59, 322, 436}),  # close, dup2, dup3, execve, execveat, close_range
+    "aarch64": frozenset({57, 24, 221, 281, 436}),  # close, dup3, execve, execveat, close_range
+}
+
+
+def opener_is_closing(opener: int) -> bool:
+    """Whether the process that opened a file is the one closing it now (any of its threads in a closing
+    system call, or the process exiting), rather than a process that inherited the descriptor from it.
+
+    A shell writing `{ echo head; git log -1; echo tail; } > inbox/x.md` forks commands that inherit the
+    file: each one's exit is a close of the same open file, before the writer is done. Those closes
+    remember nothing; the opener's own close does. Where it cannot be told (the opener is gone, /proc
+    hides it, another machine's syscall numbers), the close is taken to be the opener's, as before."""
+    calls = _CLOSING_CALLS.get(platform.machine())
+    if calls is None:
+        return True
+    try:
+        tasks = os.listdir(f"/proc/{opener}/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/{opener}/task/{task}/stat", "rb") as fh:
+                flags = int(fh.read().rsplit(b")", 1)[1].split()[9 - 3])
+            if flags & _PF_EXITING:
+                return True
+            with open(f"/proc/{opener}/task/{task}/syscall", "rb") as fh:
+                call = fh.read().split(maxsplit=1)
+        except (OSError, IndexError, ValueError):
+            return True
+        if call and call[0].lstrip(b"-").isdigit() and int(call[0]) in calls:
+            return True
+    return False
 
 
 def _children(pid: int) -> list[int]:

@@ -438,3 +438,25 @@ def test_the_same_note_written_twice_is_one_memory(mounted: Mount) -> None:
     memory_id = next(line.split(": ", 1)[1] for line in (mounted.path / "facts" / found[0]).read_text().splitlines()
                      if line.startswith("id: "))
     assert len(os.listdir(mounted.path / "history" / memory_id)) == 2
+
+
+@pytest.mark.parametrize(("name", "script", "words", "expected"), [
+    ("build", "sh -c 'echo \"Build notes for the yak-release:\"; uname -s; date +%Y; echo all green'",
+     "build-notes-for-the-yak-release", ["Linux", "all green"]),
+    ("group", "{ echo 'The okapi-group head'; /bin/true; echo 'and its tail'; }", "okapi-group-head", ["its tail"]),
+    ("subshell", "( echo 'The subshell-ibis one'; sleep 1; echo two )", "subshell-ibis-one", ["two"]),
+    ("front", "{ echo ---; echo 'kind: decision'; /bin/true; echo ---; echo 'We deploy on Thursdays, narwhal'; }",
+     "we-deploy-on-thursdays-narwhal", ["kind: decision"]),
+])
+def test_commands_a_writer_runs_do_not_store_its_file_early(mounted: Mount, name, script, words, expected) -> None:
+    """A shell writing into inbox/ runs commands that inherit the file (`uname`, `git log`, `sleep`): each
+    one's exit closes the same open file. Those closes stored the part written so far (three facts for
+    one file; a front matter still open left a false refusal), found 2026-12-04. Only the writer's own
+    close stores it."""
+    proc = sh(f"{script} > inbox/{name}.md", mounted.path)
+    assert proc.returncode == 0, proc.stderr
+    found = facts_named(mounted, words)
+    assert len(found) == 1, found
+    text = (mounted.path / "facts" / found[0]).read_text()
+    assert all(e in text for e in expected), text
+    assert f"{name}.md" not in os.listdir(mounted.path / "inbox" / ".rejected")
