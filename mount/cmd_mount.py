@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,8 @@ def _print_status(info: dict[str, Any], *, as_json: bool) -> None:
     print(f"store: {info['store']}{'' if info['exists'] else ' (missing)'}")
     for ws, counts in info.get("workspaces", {}).items():
         print(f"  {ws}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
-    print("mounts:" if info["mounts"] else "mounts: none")
+    # the mounts this user started (its runtime directory): another user's daemon may still hold the store
+    print("mounts:" if info["mounts"] else f"mounts: none started by uid {os.getuid()}")
     for m in info["mounts"]:
         line = f"  {m['mountpoint']}: {m['health']}; store {m['store']}, {m['principal']}, pid {m['pid']}"
         detail = m.get("detail") or {}

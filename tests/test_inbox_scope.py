@@ -1,0 +1,58 @@
+"""A write through inbox/ cannot reach a memory its writer may not read (query/inbox_scope.py), found
+2026-12-04: `supersedes: <id>` retired another agent's private fact, a shared `slot` made the write its
+next version, and `superseded_by: <id>` told the writer whether a hidden id existed (its own fact went
+non-current only then). Real mount as `tester`; `other`'s private memories are hidden from it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from mount_helpers import SAMPLE, WORKSPACE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount
+
+from conftest import fact
+from recallfs.query.store import Store
+
+pytestmark = [needs_fuse, pytest.mark.mount]
+
+HIDDEN_SLOT = fact("pay-1", "Payday is the 15th", id="f-pay", slot="pay.day", agent="other", visibility="private",
+                   created_at="2026-06-01T09:00:00Z")
+
+
+def _write(mount: Mount, name: str, text: str) -> None:
+    proc = subprocess.run(["bash", "-c", f"cat > inbox/{name}"], input=text, cwd=mount.path, text=True,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _current_ids(store: Path) -> set[str]:
+    org, workspace = WORKSPACE.split("/")
+    with Store(store, read_only=True) as s:
+        schema = s.partition(org, workspace)
+        return {str(r[0]) for r in s.cursor().execute(
+            f"SELECT id FROM {schema}.facts WHERE rid IN (SELECT rid FROM {schema}.heads)").fetchall()}
+
+
+def test_a_write_cannot_retire_or_probe_a_memory_its_writer_cannot_read(tmp_path: Path) -> None:
+    env = base_env(tmp_path)
+    build_store(tmp_path, [*SAMPLE, HIDDEN_SLOT], env)
+    mount = start_mount(tmp_path, env)
+    try:
+        facts = mount.path / "facts"
+        _write(mount, "retire.md", "---\nsupersedes: f-secret\n---\nThe retire-pelican note replaces a secret\n")
+        _write(mount, "pay.md", "---\nslot: pay.day\n---\nPayday is the 1st, says the slot-marten note\n")
+        _write(mount, "pay2.md", "---\nslot: pay.day\n---\nPayday is the 2nd, says the slot-marten note again\n")
+        # the existence test: a link to a hidden id and to an id nobody wrote must read the same
+        _write(mount, "o1.md", "---\nsuperseded_by: f-secret\n---\nThe oracle-alpha probe\n")
+        _write(mount, "o2.md", "---\nsuperseded_by: f-nope-never\n---\nThe oracle-beta probe\n")
+        listed = os.listdir(facts)
+        assert [n for n in listed if "oracle-alpha" in n] and [n for n in listed if "oracle-beta" in n], listed
+        assert [n for n in listed if "retire-pelican" in n]
+        marten = [n for n in listed if "slot-marten" in n]
+        assert len(marten) == 1 and "2nd" in marten[0], marten  # the writer's own slot writes still chain
+    finally:
+        stop_mount(mount)
+    current = _current_ids(Path(env["RECALLFS_STORE"]))
+    assert {"f-secret", "f-pay"} <= current, current  # `other`'s memories are as they were
