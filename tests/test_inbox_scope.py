@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from mount_helpers import SAMPLE, WORKSPACE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount
 
-from conftest import fact
 from recallfs.query.store import Store
+
+from conftest import fact
 
 pytestmark = [needs_fuse, pytest.mark.mount]
 
