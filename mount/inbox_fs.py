@@ -25,7 +25,7 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.inbox_state import Draft, Handle, Note, Pending, killed_below, opener_is_closing, rejected_name
+from recallfs.mount.inbox_state import Draft, Handle, Note, Pending, killed_below, not_the_last_close, rejected_name
 from recallfs.mount.names import NAME_MAX
 
 ROOT, REJECTED = pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE + 1
@@ -57,10 +57,12 @@ class InboxOps(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
 
-    def __init__(self, remember: Remember, *, limit: int, owner: tuple[int, int] = (0, 0)) -> None:
+    def __init__(self, remember: Remember, *, limit: int, owner: tuple[int, int] = (0, 0),
+                 mountpoint: str | None = None) -> None:
         super().__init__()
         self.remember = remember
         self.limit = limit
+        self.mountpoint = mountpoint  # where the inbox is mounted, as /proc/<pid>/fd links name its files
         self.owner = owner  # the directories' owner (the daemon's user)
         # Each writer (uid) has its own names: two agents may both write notes.md, and none sees, opens or
         # lists another's files or notes (on a --map-uid mount every mapped user writes here).
@@ -252,8 +254,8 @@ class InboxOps(pyfuse3.Operations):
             self._refused(pending, draft, f"the writer (pid {killed[0]}) was killed by signal {killed[1]} before "
                                           "it closed the file", KILLED)
             raise pyfuse3.FUSEError(KILLED)
-        if not opener_is_closing(handle.pid):
-            return  # a command the writer ran exited: the writer is not done, and its own close stores
+        if not_the_last_close(handle.pid, self._path(pending), pending.ino):
+            return  # a command the writer ran exited, or the writer closed while a command writes on
         handle.dirty = False
         if any(other.dirty for other in self.handles.values() if other.draft is draft):
             return  # `>>` beside a writer still writing: the draft is stored at that writer's close
@@ -358,6 +360,9 @@ class InboxOps(pyfuse3.Operations):
         if held is None:
             raise pyfuse3.FUSEError(errno.EBADF)
         return held
+
+    def _path(self, pending: Pending) -> str | None:
+        return os.path.join(self.mountpoint, pending.name) if self.mountpoint is not None else None
 
     def _drop(self, pending: Pending) -> None:
         """The file leaves inbox/ (remembered or refused); handles still open keep writing to nothing."""

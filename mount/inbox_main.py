@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     """Serve until the kernel ends the session or a signal comes (module doc)."""
     args = sys.argv[1:] if argv is None else argv
     store, mountpoint, limit = args[0], args[1], int(args[2])
-    ops = InboxOps(forward_to(store), limit=limit, owner=(os.getuid(), os.getgid()))
+    ops = InboxOps(forward_to(store), limit=limit, owner=(os.getuid(), os.getgid()),
+                   mountpoint=os.path.realpath(mountpoint))
     options = {"fsname=recallfs-inbox", "subtype=recallfs", "default_permissions", *args[3:]}
     pyfuse3.init(ops, mountpoint, options)
     try:

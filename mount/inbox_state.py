@@ -87,17 +87,10 @@ def killed_below(opener: int) -> tuple[int, int] | None:
     descriptor is the opener's or was inherited from it: `timeout 2 sh -c '...' > inbox/x.md` opens the file
     in the process that becomes `timeout`, and the shell that writes and is killed is its child. Such a
     child is still listed under its parent while its files close (it becomes a zombie after)."""
-    seen: set[int] = set()
-    todo = [opener]
-    while todo and len(seen) < _TREE_LIMIT:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
+    for pid in _tree(opener):
         signal = killed_by(pid)
         if signal:
             return pid, signal
-        todo.extend(_children(pid))
     return None
 
 
@@ -110,33 +103,75 @@ _CLOSING_CALLS: dict[str, frozenset[int]] = {
 }
 
 
-def opener_is_closing(opener: int) -> bool:
-    """Whether the process that opened a file is the one closing it now (any of its threads in a closing
-    system call, or the process exiting), rather than a process that inherited the descriptor from it.
+def not_the_last_close(opener: int, path: str | None, ino: int) -> bool:
+    """Whether a process other than the one closing still holds this file, so that the writer is not done.
 
     A shell writing `{ echo head; git log -1; echo tail; } > inbox/x.md` forks commands that inherit the
-    file: each one's exit is a close of the same open file, before the writer is done. Those closes
-    remember nothing; the opener's own close does. Where it cannot be told (the opener is gone, /proc
-    hides it, another machine's syscall numbers), the close is taken to be the opener's, as before."""
+    file: each one's exit is a close of the same open file before the writer is done. A writer that hands
+    the file to a command (`Popen(cmd, stdout=f); f.close()`) closes its own copy while the command still
+    writes. pyfuse3's `flush` names no caller, so /proc is asked: the opener is the one closing when one of
+    its threads is blocked in a closing system call or it is exiting; the holders looked for are the
+    processes below the opener, and the opener too when another closes (a descriptor on `path` with the
+    file's inode). The opener's other descriptors are not counted when it closes: they may be another
+    open of the same name, with a draft of its own. Where it cannot be told (the opener gone, /proc
+    hidden, another machine's syscall numbers, no path), the close is taken as the last, as before."""
     calls = _CLOSING_CALLS.get(platform.machine())
-    if calls is None:
-        return True
+    if calls is None or path is None:
+        return False
+    closing = _is_closing(opener, calls)
+    if closing is None:
+        return False
+    return any(_holds(pid, path, ino) for pid in _tree(opener) if pid != opener or not closing)
+
+
+def _is_closing(pid: int, calls: frozenset[int]) -> bool | None:
+    """Whether a thread of `pid` is in a closing system call or the process is exiting; None: unknown."""
     try:
-        tasks = os.listdir(f"/proc/{opener}/task")
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return True
+        return None
     for task in tasks:
         try:
-            with open(f"/proc/{opener}/task/{task}/stat", "rb") as fh:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as fh:
                 flags = int(fh.read().rsplit(b")", 1)[1].split()[9 - 3])
             if flags & _PF_EXITING:
                 return True
-            with open(f"/proc/{opener}/task/{task}/syscall", "rb") as fh:
+            with open(f"/proc/{pid}/task/{task}/syscall", "rb") as fh:
                 call = fh.read().split(maxsplit=1)
         except (OSError, IndexError, ValueError):
-            return True
+            return None
         if call and call[0].lstrip(b"-").isdigit() and int(call[0]) in calls:
             return True
+    return False
+
+
+def _tree(opener: int) -> list[int]:
+    """`opener` and the processes below it (at most _TREE_LIMIT)."""
+    seen: list[int] = []
+    todo = [opener]
+    while todo and len(seen) < _TREE_LIMIT:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.append(pid)
+            todo.extend(_children(pid))
+    return seen
+
+
+def _holds(pid: int, path: str, ino: int) -> bool:
+    """Whether process `pid` has a descriptor open on the inbox file at `path` with inode `ino`."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != path:
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as fh:
+                if any(line.split() == [b"ino:", str(ino).encode()] for line in fh):
+                    return True
+        except OSError:
+            continue
     return False
 
 

@@ -460,3 +460,22 @@ def test_commands_a_writer_runs_do_not_store_its_file_early(mounted: Mount, name
     text = (mounted.path / "facts" / found[0]).read_text()
     assert all(e in text for e in expected), text
     assert f"{name}.md" not in os.listdir(mounted.path / "inbox" / ".rejected")
+
+
+def test_a_writer_that_hands_its_file_to_a_command_and_closes_its_copy_stores_what_the_command_wrote(
+        mounted: Mount) -> None:
+    """`Popen(cmd, stdout=f); f.close(); p.wait()`: the command's exit is the last close, though the
+    writer did not make it. It stores the file (were every close but the opener's ignored, it would store
+    nothing)."""
+    script = ("import subprocess, sys\n"
+              "f = open(sys.argv[1], 'w')\n"
+              "p = subprocess.Popen(['sh', '-c', 'echo The handed-lynx note starts; sleep 1; echo and ends'], "
+              "stdout=f)\n"
+              "f.close(); sys.exit(p.wait())")
+    proc = subprocess.run([sys.executable, "-c", script, str(mounted.path / "inbox" / "handed.md")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert wait_until(lambda: bool(facts_named(mounted, "handed-lynx")))
+    found = facts_named(mounted, "handed-lynx")
+    assert len(found) == 1, found
+    assert "and ends" in (mounted.path / "facts" / found[0]).read_text()
