@@ -68,11 +68,7 @@ def killed_by(pid: int) -> int:
     """The signal that is ending process `pid` now, or 0. A process killed mid-write has its files closed
     by the kernel as it exits: /proc/<pid>/stat then shows PF_EXITING in its flags (field 9) and the
     signal in its exit code (field 52), both set before the kernel closes its files."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0
+    fields = _stat_fields(f"/proc/{pid}/stat")
     try:
         flags, exit_code = int(fields[9 - 3]), int(fields[52 - 3])
     except (IndexError, ValueError):
@@ -126,15 +122,12 @@ def not_the_last_close(opener: int, path: str | None, ino: int) -> bool:
 
 def _is_closing(pid: int, calls: frozenset[int]) -> bool | None:
     """Whether a thread of `pid` is in a closing system call or the process is exiting; None: unknown."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+    tasks = _tasks(pid)
+    if tasks is None:
         return None
     for task in tasks:
         try:
-            with open(f"/proc/{pid}/task/{task}/stat", "rb") as fh:
-                flags = int(fh.read().rsplit(b")", 1)[1].split()[9 - 3])
-            if flags & _PF_EXITING:
+            if int(_stat_fields(f"/proc/{pid}/task/{task}/stat")[9 - 3]) & _PF_EXITING:
                 return True
             with open(f"/proc/{pid}/task/{task}/syscall", "rb") as fh:
                 call = fh.read().split(maxsplit=1)
@@ -177,17 +170,30 @@ def _holds(pid: int, path: str, ino: int) -> bool:
 
 def _children(pid: int) -> list[int]:
     out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for task in tasks:
+    for task in _tasks(pid) or []:
         try:
             with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
                 out.extend(int(c) for c in fh.read().split())
         except (OSError, ValueError):
             continue
     return out
+
+
+def _tasks(pid: int) -> list[str] | None:
+    """The thread ids of process `pid` (None: gone, or hidden)."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+
+
+def _stat_fields(path: str) -> list[bytes]:
+    """The fields of a /proc stat file after the command name (field 3 on); [] when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def rejected_name(name: str) -> str:
