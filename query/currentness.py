@@ -16,7 +16,7 @@ newest member rather than hiding every member or looping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -97,30 +97,40 @@ def replaced_ids(facts: Mapping[str, FactState], limit: int = MAX_CHAIN) -> set[
 def rebuild_heads(cur: Cursor, schema: str) -> None:
     """Recompute the partition's heads inside the caller's transaction."""
     cur.execute(f"DELETE FROM {schema}.heads")
+    for table, sql, params in head_queries(cur, schema):
+        cur.execute(f"INSERT INTO {schema}.heads SELECT rid, '{table}' FROM ({sql})", params)
+
+
+def head_queries(
+    cur: Cursor, schema: str, where: str = "TRUE", params: Sequence[object] = ()
+) -> list[tuple[str, str, list[object]]]:
+    """(table, sql selecting `rid`, its parameters) of the current rows of each memory table, among the
+    rows that satisfy `where` over alias `m` (the partition's heads: TRUE; one reader's heads: the
+    reader's authorization predicate, so that rows it may not read neither replace nor hide anything).
+    The facts' supersession chains are walked here, in Python, over the linked facts alone."""
+    rows = f"(SELECT * FROM {schema}.{{table}} m WHERE {where})"
+    out: list[tuple[str, str, list[object]]] = []
     for table in ("summaries", "turns"):
-        cur.execute(
-            f"""INSERT INTO {schema}.heads
-                SELECT rid, '{table}' FROM (
-                    SELECT rid, status, row_number() OVER ({HEAD_ORDER}) AS rn
-                    FROM {schema}.{table}) WHERE rn = 1 AND status = 'active'"""
-        )
+        out.append((table, f"""SELECT rid FROM (
+                SELECT rid, status, row_number() OVER ({HEAD_ORDER}) AS rn FROM {rows.format(table=table)})
+            WHERE rn = 1 AND status = 'active'""", list(params)))
     latest = f"""SELECT * FROM (
-            SELECT *, row_number() OVER ({HEAD_ORDER}) AS rn FROM {schema}.facts)
+            SELECT *, row_number() OVER ({HEAD_ORDER}) AS rn FROM {rows.format(table="facts")})
         WHERE rn = 1"""
     # Only facts that take part in a link matter to the chain walk; the rest are read by SQL alone.
-    rows = cur.execute(
+    linked = cur.execute(
         f"""WITH latest AS ({latest}),
             named AS (SELECT supersedes AS id FROM latest WHERE supersedes IS NOT NULL
                       UNION SELECT superseded_by FROM latest WHERE superseded_by IS NOT NULL)
         SELECT id, status, supersedes, superseded_by, created_at, version, rid FROM latest
-        WHERE supersedes IS NOT NULL OR superseded_by IS NOT NULL OR id IN (SELECT id FROM named)"""
+        WHERE supersedes IS NOT NULL OR superseded_by IS NOT NULL OR id IN (SELECT id FROM named)""",
+        list(params),
     ).fetchall()
     facts = {
-        str(r[0]): FactState(str(r[0]), str(r[1]), r[2], r[3], r[4], int(r[5]), int(r[6])) for r in rows
+        str(r[0]): FactState(str(r[0]), str(r[1]), r[2], r[3], r[4], int(r[5]), int(r[6])) for r in linked
     }
     gone = sorted(replaced_ids(facts))
-    cur.execute(
-        f"""INSERT INTO {schema}.heads
+    out.append(("facts", f"""
         WITH latest AS ({latest}),
         alive AS (
             SELECT * FROM latest
@@ -130,6 +140,5 @@ def rebuild_heads(cur: Cursor, schema: str) -> None:
                 PARTITION BY coalesce(nfc_normalize(slot), '\\x00' || id)  -- one slot in either Unicode form
                 ORDER BY created_at DESC, version DESC, rid DESC) AS srn
             FROM alive)
-        SELECT rid, 'facts' FROM ranked WHERE srn = 1""",
-        [gone],
-    )
+        SELECT rid FROM ranked WHERE srn = 1""", [*params, gone]))
+    return out
