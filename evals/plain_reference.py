@@ -6,7 +6,7 @@
 - `plain_rrf`: RRF (k = 60) of those two rankings.
 
 No recallfs ranking code runs. The haystack of a question is exactly recall's: the rows the gate's
-`scope_clause` lets its principal see with its options (RealMem's `until:`), read per question, so the
+`reader_scope_clause` lets its principal see with its options (RealMem's `until:`), read per question, so the
 reference and recallfs rank the same rows. Each ranking is cut at the harness's DEPTH and scored by the
 harness's own unit mapping and metrics.
 """
@@ -20,7 +20,7 @@ import numpy as np
 
 from recallfs.evals.plain_bm25 import PlainBM25, rrf, top
 from recallfs.evals.relevance import HitRef
-from recallfs.query.gate import scope_clause
+from recallfs.query.gate import reader_scope_clause
 from recallfs.query.half_vectors import from_stored
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions
@@ -103,7 +103,7 @@ class PlainReference:
     def haystack(self, corpus: _Corpus, principal: Principal, options: RecallOptions | None) -> np.ndarray:
         """The rows recall may rank for this question, as a mask over the corpus."""
         mask = np.zeros(len(corpus.hits), dtype=bool)
-        where, params = scope_clause(principal, corpus.schema, options)
+        where, params = reader_scope_clause(self.store, principal, corpus.schema, options)
         cur = self.store.cursor()
         for table in MEMORY_TABLES:
             for (rid,) in cur.execute(f"SELECT m.rid FROM {corpus.schema}.{table} m WHERE {where}", params).fetchall():

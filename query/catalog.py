@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from recallfs.query.gate import scope_clause
+from recallfs.query.gate import reader_scope_clause
 from recallfs.query.labels import label, label_forms
 from recallfs.query.lineage import Lineage, Ref, partition_links
 from recallfs.query.migrations import MEMORY_TABLES
@@ -71,7 +71,7 @@ class Catalog:
         wanted = sorted({form for s in sessions for form in label_forms(s)})
         if schema is None or not wanted:
             return {}
-        where, params = scope_clause(self.principal, schema, None, current_only=True)
+        where, params = reader_scope_clause(self.store, self.principal, schema, None, current_only=True)
         out: dict[str, list[Meta]] = {}
         for row in self.store.cursor().execute(
             f"SELECT {', '.join(f'm.{c}' for c in META_COLUMNS)} FROM {schema}.turns m "
@@ -108,7 +108,7 @@ class Catalog:
         rows: dict[str, list[Meta]] = {}
         for table in MEMORY_TABLES:
             for only, out in ((True, current), (False, readable)):
-                where, params = scope_clause(self.principal, schema, None, current_only=only)
+                where, params = reader_scope_clause(self.store, self.principal, schema, None, current_only=only)
                 out[table] = frozenset(int(r[0]) for r in cur.execute(
                     f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchall())
             rows[table] = [_meta(table, row) for row in cur.execute(

@@ -16,6 +16,7 @@ from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids
 from recallfs.query.labels import label_forms
 from recallfs.query.query_syntax import RecallOptions
+from recallfs.query.reader_heads import NO_CHANGES, HeadChanges, head_changes
 from recallfs.query.store import Store
 from recallfs.scope.predicate import authorization_predicate
 from recallfs.scope.principal import Principal
@@ -51,13 +52,16 @@ FILTERS: tuple[tuple[str, Callable[[Any], tuple[str, list[object]]]], ...] = (
 
 
 def scope_clause(
-    principal: Principal, schema: str, options: RecallOptions | None = None, *, current_only: bool = True
+    principal: Principal, schema: str, options: RecallOptions | None = None, *, current_only: bool = True,
+    heads: HeadChanges = NO_CHANGES,
 ) -> tuple[str, list[object]]:
-    """(sql, params) over alias `m`: the rows of a memory table this principal may see."""
+    """(sql, params) over alias `m`: the rows of a memory table this principal may see. `heads` corrects
+    the partition's current rows for what the principal may not read (query/reader_heads.py): callers
+    with a store use `reader_scope_clause`, which looks them up."""
     sql, params = authorization_predicate(principal, "m")
     clauses = [sql]
     if current_only:
-        clauses.append(f"m.rid IN (SELECT rid FROM {schema}.heads)")
+        clauses.append(current_clause(schema, heads))
     for name, clause in FILTERS:
         value = getattr(options, name, None)  # no options: no filters
         if value:
@@ -65,6 +69,26 @@ def scope_clause(
             clauses.append(where)
             params.extend(bound)
     return " AND ".join(clauses), params
+
+
+def current_clause(schema: str, heads: HeadChanges) -> str:
+    """The current rows over alias `m`: the partition's heads, less and plus this reader's corrections
+    (our own integer rids, inlined: few, and never the user's text)."""
+    sql = f"m.rid IN (SELECT rid FROM {schema}.heads)"
+    if heads.demoted:
+        sql = f"({sql} AND m.rid NOT IN ({','.join(str(int(r)) for r in heads.demoted)}))"
+    if heads.promoted:
+        sql = f"({sql} OR m.rid IN ({','.join(str(int(r)) for r in heads.promoted)}))"
+    return sql
+
+
+def reader_scope_clause(
+    store: Store, principal: Principal, schema: str, options: RecallOptions | None = None, *,
+    current_only: bool = True,
+) -> tuple[str, list[object]]:
+    """`scope_clause` with the principal's own current rows: what every caller holding the store uses."""
+    heads = head_changes(store, principal, schema) if current_only else NO_CHANGES
+    return scope_clause(principal, schema, options, current_only=current_only, heads=heads)
 
 
 def authorize(
@@ -76,12 +100,13 @@ def authorize(
     options: RecallOptions | None = None,
     *,
     current_only: bool = True,
+    heads: HeadChanges = NO_CHANGES,
 ) -> set[int]:
     # int() on every id: the list is inlined into the SQL, so nothing but integers may reach it.
     wanted = sorted({int(r) for r in rids})
     if not wanted:
         return set()
-    where, params = scope_clause(principal, schema, options, current_only=current_only)
+    where, params = scope_clause(principal, schema, options, current_only=current_only, heads=heads)
     allowed: set[int] = set()
     for start in range(0, len(wanted), AUTHORIZE_CHUNK):
         # A literal list: binding a BIGINT[] parameter and unnesting it costs ~10x more in DuckDB
@@ -108,7 +133,7 @@ def authorize_in_store(
     wanted = np.array(sorted({int(r) for r in rids}), dtype=np.int64)
     if not len(wanted):
         return set()
-    where, params = scope_clause(principal, schema, options)
+    where, params = reader_scope_clause(store, principal, schema, options)
     readable = allowed_rids(store, schema, table, where, params)
     if not len(readable):
         return set()
