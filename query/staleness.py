@@ -183,10 +183,14 @@ def links_for(
     shown = authorize_in_store(store, principal, schema, "facts", current, options)
     where, params = scope_clause(principal, schema, None, current_only=False)
     readable = allowed_rids(store, schema, "facts", where, params)
+    # A fact that only a row hidden from this reader replaced is current for it (query/reader_heads.py):
+    # its citing turns are not stale either.
+    still_current = authorize_in_store(
+        store, principal, schema, "facts", {s for links in mine.values() for _, s in links if s is not None})
     out: dict[int, list[CurrentLink]] = {}
     for rid, links in mine.items():
         kept = [link for link, stale_rid in links
-                if (stale_rid is None or bool(np.isin(stale_rid, readable)))
+                if (stale_rid is None or (bool(np.isin(stale_rid, readable)) and stale_rid not in still_current))
                 and (link.current_rid is None or link.current_rid in shown)]
         if kept:
             out[rid] = kept
