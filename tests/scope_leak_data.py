@@ -54,6 +54,8 @@ OPEN = [
          kind="decision", tags=["release"], entity="release"),
     fact("open-2", "Atlas keeps the runbook next to the deploy scripts", id="f-runbook", agent="atlas",
          entity="runbook", tags=["ops"]),
+    fact("open-3", "The standup starts at ten in the small room", id="f-standup", agent="atlas",
+         slot="standup.time", tags=["team"]),
     turn("s-open", 0, "atlas", "We ship the release train on thursdays.", agent="atlas"),
     turn("s-open", 1, "atlas", "The runbook explains the rollback.", agent="atlas"),
     {"type": "summary", "source_id": "s-open#summary", "session": "s-open", "title": "Release planning",
@@ -89,6 +91,21 @@ FAMILIES = [
         turn("s-keys", 1, "scout", "kvreply under the third plank of the boathouse", agent="scout",
              visibility="private"),
     ], text="Where did the crew stash the harbor keys?"),
+    # Hidden memories that would replace visible ones: a private fact that supersedes one, another that
+    # takes a visible fact's slot, and a private newer version of a visible fact's own id. A reader that
+    # may not read them must see the visible ones as current, as a store without them shows them.
+    Family("kvreplace", frozenset({"atlas", "guest"}), [
+        fact("kvreplace-src", "kvreplace the release train now leaves on fridays", id="f-kvreplace",
+             agent="scout", visibility="private", supersedes="f-train", kind="kvreplace-kind",
+             tags=["kvreplace-tag"], entity="kvreplace-ent", created_at="2026-06-03T10:00:00Z"),
+        fact("kvreplace-slot-src", "kvreplace the standup starts at nine now", id="f-kvreplace-slot",
+             agent="scout", visibility="private", slot="standup.time", kind="kvreplace-kind",
+             tags=["kvreplace-tag"], created_at="2026-06-03T10:00:00Z"),
+        fact("kvreplace-ver-src", "kvreplace the runbook lives in the wiki", id="f-runbook", agent="scout",
+             visibility="private", kind="kvreplace-kind", tags=["kvreplace-tag"],
+             created_at="2026-06-03T10:00:00Z"),
+    ], ids=("f-kvreplace", "f-kvreplace-slot"), entity="kvreplace-ent", kind="kvreplace-kind",
+        tags=("kvreplace-tag",), text="kvreplace the release train now leaves on fridays"),
     Family("kvotherws", frozenset(READERS), [
         fact("kvotherws-src", "kvotherws the other workspace keeps its lanterns in the attic", id="f-kvotherws",
              agent="atlas", entity="kvotherws-ent", tags=["kvotherws-tag"], kind="kvotherws-kind",

@@ -172,7 +172,21 @@ def test_a_private_replacement_is_invisible_to_others(store_path):
         _ingest(store, ZOE[:2])
         _ingest(store, [dict(ZOE[3], visibility="private")], agent="owner")
         # the other agent may not read the new version: no mark names it, nothing of it is pulled in
+        # and the fact it replaced is current for this reader, as in a store without the private version
         result = recall(store, ME, "double espresso every morning", arm="lexical", k=10)
-        assert [h.row["source_id"] for h in result.hits] == ["c1#0"]
+        assert sorted(h.row["source_id"] for h in result.hits) == ["c1#0", "z1"]
         assert all("stale" not in h.as_json() for h in result.hits)
         assert all("oat" not in h.row["content"] for h in result.hits)
+
+
+def test_a_private_deletion_leaves_the_fact_and_its_evidence_as_they_were_for_others(store_path):
+    with Store(store_path) as store:
+        _ingest(store, ZOE[:2])
+        # the deletion cites nothing: the only citation of the turn is the version this reader may read
+        gone = dict(ZOE[1], visibility="private", status="deleted", refs=[], created_at="2026-04-01T08:05:00Z")
+        _ingest(store, [gone], agent="owner")
+        result = recall(store, ME, "double espresso every morning", arm="lexical", k=10)
+        assert sorted(h.row["source_id"] for h in result.hits) == ["c1#0", "z1"]
+        assert all("stale" not in h.as_json() for h in result.hits)  # no mark says the fact went
+        owner = recall(store, Principal("acme", "ops", "owner"), "double espresso every morning", arm="lexical")
+        assert [h.row["source_id"] for h in owner.hits] == ["c1#0"]
