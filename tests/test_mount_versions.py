@@ -99,7 +99,10 @@ def test_recall_hit_says_what_it_replaces_and_links_never_name_hidden_memories(m
     context = mount.cli("recall", "where is the primary database", "--format", "context").stdout
     assert 'replaces="f-db-host-2/v1"' in context
 
-    # f-vault was replaced by a fact this reader may not read: not current, and nothing names it
-    assert lineage(mount.path / "history" / "f-vault" / "v1.md") == (False, None, [])
+    # f-vault was replaced by a fact this reader may not read: for this reader it stays current, as in a
+    # store that never held the replacement (a `false` would tell it a hidden fact exists), and nothing
+    # names the replacement
+    assert lineage(mount.path / "history" / "f-vault" / "v1.md") == (True, None, [])
+    assert any("--f-vault.md" in p.name for p in (mount.path / "facts").glob("*.md"))
     found = subprocess.run(["grep", "-r", "f-vault-sealed", str(mount.path)], capture_output=True, text=True)
     assert found.returncode == 1 and found.stdout == ""
