@@ -60,7 +60,7 @@ def calibrated_arms(
         lex = scores[list_key("lexical", table)]
         unseen = [rid for rid in found if rid not in lex]
         lex.update(_guarded(trace, "lexical", table, _no_scores,
-                            partial(score_indexed, store, schema, table, terms, unseen)))
+                            partial(score_indexed, store, schema, table, terms, unseen, corpus=scope.corpus)))
 
     scores = _each_table(trace, "lexical", tables, _no_scores, lexical)
     # How well the lexical arm matched sets the semantic arm's standout bar: every table's lexical hits
@@ -86,7 +86,8 @@ def ranked_arms(
     tables: dict[int, str] = {}
 
     def lexical_ranked(table: str) -> list[int]:
-        return lexical_search(store, schema, table, terms, where=where, params=params, limit=limit)
+        return lexical_search(store, schema, table, terms, where=where, params=params, limit=limit,
+                              corpus=scope.corpus)
 
     def semantic_ranked(table: str) -> list[int]:
         assert semantic is not None
@@ -125,7 +126,7 @@ def _calibrated_bm25(scope: Scope, terms: list[str]) -> Callable[[str], dict[int
     """table -> the lexical arm's calibrated BM25 scores of its hits in this scope."""
     def search(table: str) -> dict[int, float]:
         return search_calibrated(scope.store, scope.schema, table, terms, where=scope.where, params=scope.params,
-                                 limit=scope.limit)
+                                 limit=scope.limit, corpus=scope.corpus)
     return search
 
 

@@ -36,14 +36,18 @@ class Postings:
     vocab: TermTable | dict[str, int]  # term -> row (a dict for a small delta: query/fts_delta.py)
     starts: np.ndarray  # int64, len(vocab) + 1
     docs: np.ndarray  # int32 doc positions, grouped by term
-    weights: np.ndarray  # float64 BM25 weight of the term in the doc
+    weights: np.ndarray  # float64 BM25 weight of the term in the doc, with the statistics of every doc
     rids: np.ndarray  # int64, position -> rid, ascending
+    # What a reader who may not read every doc scores with (query/bm25_reader.py): its own statistics
+    freqs: np.ndarray  # float32 occurrences of the term in the doc, beside `weights`
+    lengths: np.ndarray  # float64 tokens per doc, by position
     # id(readable rids) -> (that array, its positions): see allowed_positions
     _allowed: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
-        return self.starts.nbytes + self.docs.nbytes + self.weights.nbytes + self.rids.nbytes
+        return (self.starts.nbytes + self.docs.nbytes + self.weights.nbytes + self.rids.nbytes
+                + self.freqs.nbytes + self.lengths.nbytes)
 
     def positions_of(self, rids: np.ndarray) -> np.ndarray:
         """Doc positions of these sorted rids (rids the index does not hold are dropped)."""
@@ -109,7 +113,8 @@ def load_postings(cur: Cursor, fts: str) -> Postings:
     docids = np.asarray(docs["docid"], dtype=np.int64)
     position = np.full(int(docids.max()) + 1 if len(docids) else 0, -1, dtype=np.int64)
     position[docids] = np.arange(len(docids))
-    norm = K1 * ((1 - B) + B * (np.asarray(docs["len"], dtype=np.float64) / avgdl))  # by position
+    lengths = np.asarray(docs["len"], dtype=np.float64)  # by position
+    norm = K1 * ((1 - B) + B * (lengths / avgdl))
 
     terms = cur.execute(f"SELECT termid, term, df FROM {fts}.dict ORDER BY term").fetchnumpy()
     termids = np.asarray(terms["termid"], dtype=np.int64)
@@ -127,7 +132,8 @@ def load_postings(cur: Cursor, fts: str) -> Postings:
     words = [str(term) for term in terms["term"].tolist()]
     # DuckDB orders strings by their bytes, as the table does; anything else falls back to a dict
     vocab = TermTable(words) if TermTable.ascending(words) else {w: i for i, w in enumerate(words)}
-    return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids)
+    return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids,
+                    freqs=freq.astype(np.float32), lengths=lengths)
 
 
 def _term_frequencies(cur: Cursor, fts: str, row_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

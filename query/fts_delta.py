@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from recallfs.query.bm25_memory import K1, B, Postings, top_k
+from recallfs.query.bm25_memory import K1, B, Postings
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import store_state
@@ -69,7 +69,8 @@ def load_delta(cur: Cursor, schema: str, table: str, fts: str, watermark: int) -
     starts = np.zeros(len(vocab_terms) + 1, dtype=np.int64)
     np.cumsum(np.bincount(t_rows, minlength=len(vocab_terms)), out=starts[1:])
     vocab = {str(t): i for i, t in enumerate(vocab_terms.tolist())}
-    return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids)
+    return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids,
+                    freqs=freq.astype(np.float32), lengths=lengths.astype(np.float64))
 
 
 def _indexed_df(cur: Cursor, fts: str, terms: list[str]) -> np.ndarray:
@@ -88,44 +89,3 @@ def delta_postings(store: Store, schema: str, table: str, fts: str, watermark: i
     key = (str(store.path), *store_state(store), schema, table, watermark)
     found: Postings = _DELTAS.get_or_compute(key, lambda: load_delta(store.cursor(), schema, table, fts, watermark))
     return found
-
-
-class Bm25Scores:
-    """One query's BM25 over a table: the indexed rows (`main`) and the delta, if any, on one scale."""
-
-    def __init__(self, main: Postings, scores: np.ndarray, delta: Postings | None, delta_scores: np.ndarray | None,
-                 ceiling: float, stems: list[str]) -> None:
-        self.main, self.scores = main, scores
-        self.delta, self.delta_scores = delta, delta_scores
-        self.ceiling = ceiling
-        # Every stem of the query is a term of the index or the delta: what BM25 does not find among the
-        # caller's rows, no row holds as a word (a substring pass could only find it inside other words).
-        self.knows_every_stem = bool(stems) and all(
-            st in main.vocab or (delta is not None and st in delta.vocab) for st in stems)
-
-    def any(self) -> bool:
-        return bool(self.scores.any()) or (self.delta_scores is not None and bool(self.delta_scores.any()))
-
-    def top(self, allowed: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        """(rid, BM25) of the best `limit` rows among `allowed` (sorted rids) on both sides, by score
-        descending then rid descending (bm25_memory.top_k's order)."""
-        pairs = self._top(self.main, self.scores, allowed, limit)
-        if self.delta is not None and self.delta_scores is not None:
-            pairs += self._top(self.delta, self.delta_scores, allowed, limit)
-            pairs.sort(key=lambda p: (-round(p[1], 9), -p[0]))
-        return pairs[:limit]
-
-    @staticmethod
-    def _top(postings: Postings, scores: np.ndarray, allowed: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        if not scores.any():
-            return []
-        top = top_k(scores, postings.rids, postings.allowed_positions(allowed), limit)
-        raw = postings.scores_of(np.array(top, dtype=np.int64), scores)
-        return list(zip(top, raw.tolist(), strict=True))
-
-    def of(self, rids: np.ndarray) -> np.ndarray:
-        """BM25 of these sorted rids, from whichever side holds each (0: neither)."""
-        out = self.main.scores_of(rids, self.scores)
-        if self.delta is not None and self.delta_scores is not None:
-            out = np.maximum(out, self.delta.scores_of(rids, self.delta_scores))
-        return out

@@ -16,7 +16,7 @@ from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids
 from recallfs.query.labels import label_forms
 from recallfs.query.query_syntax import RecallOptions
-from recallfs.query.reader_heads import NO_CHANGES, HeadChanges, head_changes
+from recallfs.query.reader_heads import NO_CHANGES, HeadChanges, head_changes, hides_rows
 from recallfs.query.store import Store
 from recallfs.scope.predicate import authorization_predicate
 from recallfs.scope.principal import Principal
@@ -69,6 +69,18 @@ def scope_clause(
             clauses.append(where)
             params.extend(bound)
     return " AND ".join(clauses), params
+
+
+def corpus_clause(principal: Principal, schema: str) -> tuple[str, list[object]]:
+    """(sql, params) over alias `m`: every row of a memory table the principal may read, any version,
+    no filter: the rows a recall's statistics may come from (query/bm25_reader.py)."""
+    return scope_clause(principal, schema, current_only=False)
+
+
+def reader_corpus(store: Store, principal: Principal, schema: str) -> tuple[str, list[object]] | None:
+    """`corpus_clause`, or None when the partition holds no row the principal may not read: then every
+    row is its corpus, and the statistics every such reader shares serve it."""
+    return corpus_clause(principal, schema) if hides_rows(store, principal, schema) else None
 
 
 def current_clause(schema: str, heads: HeadChanges) -> str:

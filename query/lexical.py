@@ -1,5 +1,5 @@
-"""The lexical arm: DuckDB FTS (BM25) per table, scored in memory from the index's tables
-(query/bm25_memory.py), and from a delta of the rows the index has not seen yet (query/fts_delta.py:
+"""The lexical arm: DuckDB FTS (BM25) per table, scored in memory (query/bm25_query.py) from the index's
+tables (query/bm25_memory.py), and from a delta of the rows the index has not seen yet (query/fts_delta.py:
 the FTS index does not update on insert, and a large one is rebuilt only when the delta grows), among
 the rows the caller may read. A substring pass covers a table with no index yet, and a query BM25
 cannot match at all.
@@ -11,22 +11,25 @@ never reaches SQL as syntax: it is reduced to plain terms, which are bound as pa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from recallfs.query.bm25_memory import POSTINGS
+from recallfs.query.bm25_query import Clause, fts_schema, index_state, table_bm25
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, store_state
-from recallfs.query.fts_delta import Bm25Scores, delta_postings
+from recallfs.query.fts_delta import delta_postings
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.stopwords import STOPWORDS
 from recallfs.query.store import Store
-from recallfs.ranking.calibration import lexical_ceiling, lexical_score, term_fraction
+from recallfs.ranking.calibration import lexical_score, term_fraction
 from recallfs.ranking.text import fold, unspaced
+
+__all__ = ["build_fts", "fts_schema", "index_state", "query_terms", "score_indexed", "search", "search_calibrated",
+           "warm"]
 
 MAX_TERMS = 32  # a 10 kB query is cut to its first distinct terms; BM25 cost grows with each term
 # Letters and digits in any script are kept, so non-ASCII text is indexed rather than dropped.
@@ -46,10 +49,6 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def fts_schema(schema: str, table: str) -> str:
-    return f"fts_{schema}_{table}"
-
-
 def build_fts(cur: Cursor, schema: str, table: str) -> int:
     """(Re)build one table's index inside the caller's transaction. Returns the rid watermark."""
     row = cur.execute(f"SELECT coalesce(max(rid), 0), count(*) FROM {schema}.{table}").fetchone()
@@ -66,51 +65,6 @@ def build_fts(cur: Cursor, schema: str, table: str) -> int:
     return watermark
 
 
-@dataclass(frozen=True)
-class IndexState:
-    """What the FTS index of one table covers, for one store generation."""
-
-    watermark: int  # rows with rid <= watermark are in the index
-    built_at: object  # identifies one build of the index
-    max_rid: int  # the table's newest row
-
-
-_STATE: LruCache[tuple[Any, ...], Any] = LruCache(512)
-def index_state(store: Store, schema: str, table: str) -> IndexState:
-    def compute() -> IndexState:
-        cur = store.cursor()
-        row = cur.execute(
-            "SELECT built_max_rid, built_at FROM main.fts_state WHERE schema_name = ? AND tbl = ?", [schema, table]
-        ).fetchone()
-        top = cur.execute(f"SELECT coalesce(max(rid), 0) FROM {schema}.{table}").fetchone()
-        return IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
-
-    state: IndexState = _STATE.get_or_compute((str(store.path), *store_state(store), schema, table), compute)
-    return state
-
-
-# term -> its stems as the index holds them. Per term rather than per query: an agent's queries differ
-# but their words recur, and a query whose words were all seen needs no statement at all.
-_STEMS: LruCache[str, tuple[str, ...]] = LruCache(65_536)
-
-
-def index_stems(cur: Cursor, fts: str, terms: list[str]) -> list[str]:
-    """The distinct stems of these query terms (query_terms) as the index holds them: DuckDB's own
-    tokenizer and Porter stemmer, so query and documents are cut the same way. Every index is built
-    with the same options. A term is tokenized on its own: the tokenizer splits on spaces, so the
-    stems of a query are the union of its terms' stems."""
-    missing = [t for t in dict.fromkeys(terms) if _STEMS.get(t) is None]
-    if missing:
-        rows = cur.execute(
-            f"SELECT t, list(DISTINCT stem(tok, 'porter')) FROM "
-            f"(SELECT t, unnest({fts}.tokenize(t)) AS tok FROM unnest(?::VARCHAR[]) AS u(t)) GROUP BY t",
-            [missing]).fetchall()
-        found = {str(r[0]): tuple(str(x) for x in r[1] if x) for r in rows}
-        for term in missing:
-            _STEMS.put(term, found.get(term, ()))
-    return sorted({stem for t in terms for stem in (_STEMS.get(t) or ())})
-
-
 def search(
     store: Store,
     schema: str,
@@ -120,10 +74,14 @@ def search(
     where: str,
     params: list[object],
     limit: int,
+    corpus: Clause | None,
 ) -> list[int]:
     """Ranked rids for `terms` among the rows that satisfy `where` (an authorization/filter clause
-    over alias `m`). BM25 over indexed rows, then unindexed rows by how many terms they contain."""
-    return list(search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit))
+    over alias `m`). BM25 over indexed rows, then unindexed rows by how many terms they contain.
+    `corpus`: the clause of every row the caller may read, whose statistics BM25 scores with (None:
+    every row; query/bm25_reader.py)."""
+    return list(search_calibrated(store, schema, table, terms, where=where, params=params, limit=limit,
+                                  corpus=corpus))
 
 
 def search_calibrated(
@@ -135,6 +93,7 @@ def search_calibrated(
     where: str,
     params: list[object],
     limit: int,
+    corpus: Clause | None,
 ) -> dict[int, float]:
     """search(), with each rid's calibrated lexical score (ranking/calibration.py), best first.
 
@@ -146,7 +105,7 @@ def search_calibrated(
     ranked: dict[int, float] = {}
     floor = 0
     if state.watermark > 0:
-        bm25 = _bm25(store, schema, table, terms, state)
+        bm25 = table_bm25(store, schema, table, terms, state, corpus)
         if bm25.any():
             top = bm25.top(allowed_rids(store, schema, table, where, params), limit)
             ranked = {rid: lexical_score(raw, bm25.ceiling) for rid, raw in top}
@@ -173,46 +132,20 @@ def search_calibrated(
 
 
 def score_indexed(
-    store: Store, schema: str, table: str, terms: list[str], rids: list[int]
+    store: Store, schema: str, table: str, terms: list[str], rids: list[int], *, corpus: Clause | None
 ) -> dict[int, float]:
     """Calibrated lexical scores of these (already authorized) rows, from the index only: a row the
-    other arm found, scored for fusion. Rows outside the index, or matching no term, are left out."""
+    other arm found, scored for fusion. Rows outside the index, or matching no term, are left out.
+    `corpus`: as in search()."""
     if not terms or not rids:
         return {}
     state = index_state(store, schema, table)
     if state.watermark <= 0:
         return {}
-    bm25 = _bm25(store, schema, table, terms, state)
+    bm25 = table_bm25(store, schema, table, terms, state, corpus)
     wanted = np.array(sorted(set(rids)), dtype=np.int64)
     raw = bm25.of(wanted)
     return {int(rid): lexical_score(float(b), bm25.ceiling) for rid, b in zip(wanted, raw, strict=True) if b > 0}
-
-
-# The last few queries' BM25 arrays: fused recall scores the semantic arm's rows right after the
-# lexical search of the same table, and would otherwise score every row of the index twice.
-_BM25: LruCache[tuple[Any, ...], Any] = LruCache(6)
-
-
-def _bm25(store: Store, schema: str, table: str, terms: list[str], state: IndexState) -> Bm25Scores:
-    """BM25 of every row of the table's index and of its delta (the rows above its watermark), with the
-    query's ceiling over both."""
-    def compute() -> Bm25Scores:
-        cur = store.cursor()
-        fts = fts_schema(schema, table)
-        postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
-        stems = index_stems(cur, fts, terms)
-        maxima = postings.term_maxima(stems)
-        delta, delta_scores = None, None
-        if state.max_rid > state.watermark:
-            delta = delta_postings(store, schema, table, fts, state.watermark)
-            delta_scores = delta.score(stems)
-            maxima = [max(a, b) for a, b in zip(maxima, delta.term_maxima(stems), strict=True)]
-        return Bm25Scores(postings, postings.score(stems), delta, delta_scores, lexical_ceiling(maxima, len(stems)),
-                          stems)
-
-    found: Bm25Scores = _BM25.get_or_compute(
-        (str(store.path), schema, table, state.built_at, state.max_rid, tuple(terms)), compute)
-    return found
 
 
 # The substring pass's matches before scope, per store generation, table, terms and floor: fused recall

@@ -48,20 +48,39 @@ _CHANGES: LruCache[tuple[object, ...], HeadChanges] = LruCache(256)
 # after an ingest only the new rows need a look: a reader who may read everything pays a few
 # milliseconds per write, not a scan.
 _HIDDEN_SEEN: LruCache[tuple[object, ...], tuple[tuple[int, ...], bool]] = LruCache(256)
+_HIDES: LruCache[tuple[object, ...], bool] = LruCache(256)
 
 
-def head_changes(store: Store, principal: Principal, schema: str) -> HeadChanges:
-    """This reader's corrections to the partition's heads, computed once per store generation."""
+def _reader_key(store: Store, principal: Principal, schema: str) -> tuple[tuple[object, ...], int]:
+    """(what identifies this reader's view of this open store, the store's generation)"""
     where, params = authorization_predicate(principal, "m")
     token, generation = store_state(store)
-    key = (str(store.path), token, schema, where, repr(params))
+    return (str(store.path), token, schema, where, repr(params)), generation
 
-    def compute() -> HeadChanges:
+
+def hides_rows(store: Store, principal: Principal, schema: str) -> bool:
+    """Whether the partition holds any row this reader may not read, once per store generation (and
+    then only the rows written since the last look are read)."""
+    key, generation = _reader_key(store, principal, schema)
+
+    def compute() -> bool:
         cur = store.cursor()
         # the reader's stored policy is part of what was looked at: a new one makes every row new again
         policy = cur.execute(f"SELECT * FROM {POLICY_TABLE} WHERE org = ? AND workspace = ? AND agent = ?",
                              [principal.org, principal.workspace, principal.agent]).fetchall()
-        if not _any_hidden(cur, principal, schema, (*key, repr(policy))):
+        return _any_hidden(cur, principal, schema, (*key, repr(policy)))
+
+    return _HIDES.get_or_compute((*key, generation), compute)
+
+
+def head_changes(store: Store, principal: Principal, schema: str) -> HeadChanges:
+    """This reader's corrections to the partition's heads, computed once per store generation."""
+    key, generation = _reader_key(store, principal, schema)
+    where, params = authorization_predicate(principal, "m")
+
+    def compute() -> HeadChanges:
+        cur = store.cursor()
+        if not hides_rows(store, principal, schema):
             return NO_CHANGES
         if not any(_hidden_rows_matter(cur, principal, schema, table) for table in MEMORY_TABLES):
             return NO_CHANGES

@@ -28,7 +28,7 @@ from recallfs.query.context import context_cosines
 from recallfs.query.entity_card import EntityCard, entity_card, fit_card
 from recallfs.query.fallback import fallback, filters_of
 from recallfs.query.fts_freshness import behind_note
-from recallfs.query.gate import reader_scope_clause
+from recallfs.query.gate import reader_corpus, reader_scope_clause
 from recallfs.query.lineage import replaced_by_hits
 from recallfs.query.loading import Preloaded, authorize_and_load, full_rows, preload
 from recallfs.query.query_syntax import RecallOptions, utc_now
@@ -142,7 +142,7 @@ def _scope(store: Store, principal: Principal, schema: str, req: Request, limit:
     where, params = reader_scope_clause(store, principal, schema, req.options)
     if not req.terms and req.lexical:
         trace.notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
-    return Scope(store, cur, schema, where, params, limit)
+    return Scope(store, cur, schema, where, params, limit, reader_corpus(store, principal, schema))
 
 
 def _semantic_query(req: Request, semantic: SemanticArm | None, trace: Trace) -> SemanticQuery | None:

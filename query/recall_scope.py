@@ -123,3 +123,6 @@ class Scope:
     where: str
     params: list[object]
     limit: int  # candidates per arm and table
+    # Every row the caller may read, filters and currentness aside: the rows whose statistics BM25
+    # scores with (query/bm25_reader.py), so hidden rows move no score; None: every row
+    corpus: tuple[str, list[object]] | None

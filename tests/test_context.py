@@ -13,7 +13,7 @@ import pytest
 from mount_helpers import Mount, needs_fuse, serve, wait_until
 
 from recallfs.query.context import context_cosines
-from recallfs.query.gate import scope_clause
+from recallfs.query.gate import corpus_clause, scope_clause
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall import recall
@@ -92,7 +92,7 @@ def test_a_single_arm_is_left_alone(store, arm):
 def cosines_for(store: Store, arm: SemanticSearch, who: Principal, rid: int) -> dict[int, float]:
     schema = store.schema_for(who)
     where, params = scope_clause(who, schema, RecallOptions())
-    scope = Scope(store, store.cursor(), schema, where, params, 100)
+    scope = Scope(store, store.cursor(), schema, where, params, 100, corpus_clause(who, schema))
     return context_cosines(scope, who, [Candidate(rid=rid, table="turns")], RecallOptions(), arm.query(QUESTION),
                            arm, Trace(notes=[]))
 
@@ -116,7 +116,7 @@ def test_filters_narrow_the_neighbours_too(store, arm, minilm):
     opener, terse, closer = (rid_of(store, f"s-lake#{i}") for i in range(3))
     options = RecallOptions(agent="tester")
     where, params = scope_clause(ME, schema, options)
-    scope = Scope(store, store.cursor(), schema, where, params, 100)
+    scope = Scope(store, store.cursor(), schema, where, params, 100, corpus_clause(ME, schema))
     narrowed = context_cosines(scope, ME, [Candidate(rid=terse, table="turns")], options, arm.query(QUESTION), arm,
                                Trace(notes=[]))
     plain = cosines_for(store, arm, ME, terse)

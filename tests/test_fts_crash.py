@@ -85,7 +85,7 @@ def assert_fresh(store: Path, batch_committed: bool) -> None:
             assert state.watermark == state.max_rid, table
         if batch_committed:
             rid, = s.cursor().execute(f"SELECT rid FROM {schema}.facts WHERE source_id = 'batch-0'").fetchone()
-            assert score_indexed(s, schema, "facts", query_terms(UNIQUE), [int(rid)]).get(int(rid), 0) > 0
+            assert score_indexed(s, schema, "facts", query_terms(UNIQUE), [int(rid)], corpus=None).get(int(rid), 0) > 0
 
 
 def test_kill_9_at_points_spread_over_an_ingest(tmp_path):

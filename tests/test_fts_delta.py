@@ -88,7 +88,8 @@ def large(monkeypatch):
 def _search(store: Store, query: str) -> dict[int, float]:
     schema = store.schema_for(ME)
     where, params = scope_clause(ME, schema, RecallOptions())
-    return search_calibrated(store, schema, "facts", query_terms(query), where=where, params=params, limit=10)
+    return search_calibrated(store, schema, "facts", query_terms(query), where=where, params=params, limit=10,
+                             corpus=None)
 
 
 def test_a_small_ingest_is_served_from_the_delta_until_a_rebuild_is_due(tmp_path: Path, large):
@@ -111,7 +112,7 @@ def test_a_small_ingest_is_served_from_the_delta_until_a_rebuild_is_due(tmp_path
         assert next(iter(served)) == rid_of["n1"]
         assert rid_of["n3"] not in served  # the private row is in the delta, and still not readable
         terms = query_terms("quetzalcoatlus fossil museum")
-        assert score_indexed(store, schema, "facts", terms, [rid_of["n1"]])[rid_of["n1"]] == \
+        assert score_indexed(store, schema, "facts", terms, [rid_of["n1"]], corpus=None)[rid_of["n1"]] == \
             pytest.approx(served[rid_of["n1"]])
 
     copy = tmp_path / "rebuilt.duckdb"  # the same rows, with the index rebuilt over all of them

@@ -66,8 +66,8 @@ def lexical_scores(store: Store) -> tuple[dict[int, float], dict[int, float]]:
     schema = store.schema_for(ME)
     where, params = scope_clause(ME, schema, RecallOptions())
     terms = query_terms(UNIQUE)
-    found = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10)
-    return found, score_indexed(store, schema, "facts", terms, [unique_rid(store)])
+    found = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10, corpus=None)
+    return found, score_indexed(store, schema, "facts", terms, [unique_rid(store)], corpus=None)
 
 
 def assert_fresh(store: Store) -> None:

@@ -174,8 +174,8 @@ def test_calibrated_scores_keep_the_bm25_order_and_lie_in_0_1(store):
 
     schema, where, params = _scoped(store, "facts")
     terms = query_terms("cargo nextest docs hello")
-    scored = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10)
-    assert list(scored) == search(store, schema, "facts", terms, where=where, params=params, limit=10)
+    scored = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10, corpus=None)
+    assert list(scored) == search(store, schema, "facts", terms, where=where, params=params, limit=10, corpus=None)
     assert scored and all(0.0 < s <= 1.0 for s in scored.values())
     assert list(scored.values()) == sorted(scored.values(), reverse=True)
 
@@ -185,9 +185,10 @@ def test_calibrated_score_grows_with_the_share_of_the_query_matched(store):
 
     schema, where, params = _scoped(store, "facts")
     f1 = store.cursor().execute(f"SELECT rid FROM {schema}.facts WHERE source_id = 'f1'").fetchone()[0]
-    one = search_calibrated(store, schema, "facts", query_terms("nextest"), where=where, params=params, limit=5)
+    one = search_calibrated(store, schema, "facts", query_terms("nextest"), where=where, params=params, limit=5,
+                            corpus=None)
     two = search_calibrated(store, schema, "facts", query_terms("nextest offsite"), where=where, params=params,
-                            limit=5)
+                            limit=5, corpus=None)
     # f1 matches all of "nextest" but only half of "nextest offsite"
     assert one[f1] > two[f1]
 
@@ -197,12 +198,12 @@ def test_score_indexed_scores_other_arms_rows(store):
 
     schema, where, params = _scoped(store, "facts")
     terms = query_terms("cargo nextest")
-    scored = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10)
+    scored = search_calibrated(store, schema, "facts", terms, where=where, params=params, limit=10, corpus=None)
     rows = [rid for (rid,) in store.cursor().execute(f"SELECT rid FROM {schema}.facts").fetchall()]
-    again = score_indexed(store, schema, "facts", terms, rows)
+    again = score_indexed(store, schema, "facts", terms, rows, corpus=None)
     assert again == pytest.approx(scored)  # rows matching no term are left out
-    assert score_indexed(store, schema, "facts", terms, []) == {}
-    assert score_indexed(store, schema, "facts", [], rows) == {}
+    assert score_indexed(store, schema, "facts", terms, [], corpus=None) == {}
+    assert score_indexed(store, schema, "facts", [], rows, corpus=None) == {}
 
 
 def test_fresh_rows_score_the_share_of_terms_they_contain(store):
@@ -212,7 +213,7 @@ def test_fresh_rows_score_the_share_of_terms_they_contain(store):
                    embedder=None)
     schema, where, params = _scoped(store, "facts")
     scored = search_calibrated(store, schema, "facts", query_terms("zebrafish quokka"), where=where,
-                               params=params, limit=5)
+                               params=params, limit=5, corpus=None)
     assert list(scored.values()) == [pytest.approx(0.5)]
 
 
@@ -258,7 +259,7 @@ STEM_QUERIES = [
 
 @pytest.mark.parametrize("query", STEM_QUERIES)
 def test_stems_per_term_are_the_stems_of_the_whole_query(store, query):
-    from recallfs.query.lexical import fts_schema, index_stems
+    from recallfs.query.bm25_query import fts_schema, index_stems
 
     cur = store.cursor()
     schema = store.schema_for(ME)
