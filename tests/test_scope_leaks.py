@@ -195,6 +195,15 @@ def check_reader(matrix: Matrix, reader: str, clean: dict, *, compare_totals: bo
         if compare_totals:
             assert result["total_candidates"] == clean["totals"][query], query
             assert ids == clean["ids"][query], query
+            # and the same order and scores: hidden rows move no BM25 statistic (query/bm25_reader.py)
+            mine, theirs = ranked(result), clean["ranked"][query]
+            assert [i for i, _ in mine] == [i for i, _ in theirs], query
+            assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], abs=2e-6), query
+
+
+def ranked(result: dict) -> list[tuple[str, float]]:
+    """A recall's hits in order, with their scores: ids in rank order, ties by id."""
+    return sorted(((h["id"], h["score"]) for h in result["hits"]), key=lambda h: (-h[1], h[0]))
 
 
 def cli_recall(env: dict[str, str], reader: str, own: list[tuple[str, str]], uid: int | None = None) -> list[str]:
@@ -259,6 +268,7 @@ def _clean_view(base: Path, env: dict[str, str], reader: str) -> dict:
             "index": index_counts((mount.path / "index.md").read_text()),
             "totals": {q: r["total_candidates"] for q, r in results.items()},
             "ids": {q: {h["id"] for h in r["hits"]} for q, r in results.items()},
+            "ranked": {q: ranked(r) for q, r in results.items()},
         }
     finally:
         stop_mount(mount)
