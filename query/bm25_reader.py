@@ -13,6 +13,7 @@ A reader who may read every row keeps the precomputed weights (the common case; 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,19 +33,25 @@ class ReaderCorpus:
     mean_length: float
 
 
-# (ids of the sides, id of the readable rids) -> (the sides, the rids, their ReaderCorpus). Postings and
-# readable-rid arrays are shared, read-only objects per store generation (query/derived.allowed_rids
-# gives one per scope), so one reader's recalls build its masks once. The entry holds them,
-# so their ids cannot be reused while it lives.
-_CORPORA: LruCache[tuple[object, ...], tuple[tuple[Postings, ...], np.ndarray, ReaderCorpus]] = LruCache(32)
+# (ids of the sides, id of the readable rids) -> (weak references to them, their ReaderCorpus). Postings
+# and readable-rid arrays are shared, read-only objects per store generation (query/derived.allowed_rids
+# gives one per scope), so one reader's recalls build its masks once. Weak references, so that an old
+# generation's postings live no longer than their own caches keep them (a store written between
+# recalls makes new ones each time), and a reused id is told apart: its reference is dead.
+_CORPORA: LruCache[tuple[int, ...], tuple[tuple[weakref.ref[object], ...], ReaderCorpus]] = LruCache(32)
+
+
+def _alive(refs: tuple[weakref.ref[object], ...], objects: Sequence[object]) -> bool:
+    return all(ref() is obj for ref, obj in zip(refs, objects, strict=True))
 
 
 def readable_corpus(sides: Sequence[Postings], allowed: np.ndarray) -> ReaderCorpus:
     """The ReaderCorpus of `allowed` (sorted readable rids) over these postings."""
-    key = (*(id(p) for p in sides), id(allowed))
+    objects = (*sides, allowed)
+    key = tuple(id(o) for o in objects)
     hit = _CORPORA.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], sides, strict=True)) and hit[1] is allowed:
-        return hit[2]
+    if hit is not None and _alive(hit[0], objects):
+        return hit[1]
     positions = [p.allowed_positions(allowed) for p in sides]
     count = sum(len(pos) for pos in positions)
     mean = sum(float(p.lengths[pos].sum()) for p, pos in zip(sides, positions, strict=True)) / count if count else 1.0
@@ -55,7 +62,7 @@ def readable_corpus(sides: Sequence[Postings], allowed: np.ndarray) -> ReaderCor
         mask.setflags(write=False)
         masks.append(mask)
     found = ReaderCorpus(tuple(masks), count, mean or 1.0)
-    _CORPORA.put(key, (tuple(sides), allowed, found))
+    _CORPORA.put(key, (tuple(weakref.ref(o) for o in objects), found))
     return found
 
 
@@ -71,10 +78,12 @@ class ReaderBm25:
 
 Weighted = tuple[tuple[tuple[np.ndarray, np.ndarray], ...], float]  # per side (docs, weights); their max
 
-# (id(corpus), stem) -> (that corpus, the stem's readable postings weighted for it). An agent's queries
-# differ but their words recur (as query/bm25_query._STEMS notes), and a reader's weights of a term are fixed
-# per corpus: a term seen before costs one addition per side, as with the shared weights. Bounded by bytes.
-_WEIGHTED: LruCache[tuple[int, str], tuple[ReaderCorpus, Weighted]] = LruCache(
+# (id(corpus), stem) -> (a weak reference to that corpus, the stem's readable postings weighted for it).
+# An agent's queries differ but their words recur (as query/bm25_query._STEMS notes), and a reader's
+# weights of a term are fixed per corpus: a term seen before costs one addition per side, as with the
+# shared weights. Bounded by bytes; the reference is weak so that no entry keeps a corpus (its masks)
+# alive after _CORPORA let it go.
+_WEIGHTED: LruCache[tuple[int, str], tuple[weakref.ref[ReaderCorpus], Weighted]] = LruCache(
     64 << 20, weigh=lambda v: sum(d.nbytes + w.nbytes for d, w in v[1][0]) + 64)
 
 
@@ -95,7 +104,7 @@ def _weighted(sides: Sequence[Postings], corpus: ReaderCorpus, stem: str) -> Wei
     """The stem's postings in the readable docs of each side, with their BM25 weights for this corpus."""
     key = (id(corpus), stem)
     hit = _WEIGHTED.get(key)
-    if hit is not None and hit[0] is corpus:
+    if hit is not None and hit[0]() is corpus:
         return hit[1]
     found = [_postings_of(p, mask, stem) for p, mask in zip(sides, corpus.masks, strict=True)]
     df = sum(len(docs) for docs, _ in found)
@@ -109,7 +118,7 @@ def _weighted(sides: Sequence[Postings], corpus: ReaderCorpus, stem: str) -> Wei
         per_side.append((docs, weights))
         best = max(best, float(weights.max()) if len(weights) else 0.0)
     weighted: Weighted = (tuple(per_side), best)
-    _WEIGHTED.put(key, (corpus, weighted))
+    _WEIGHTED.put(key, (weakref.ref(corpus), weighted))
     return weighted
 
 

@@ -8,13 +8,16 @@ own weights."""
 
 from __future__ import annotations
 
+import gc
+import math
+import weakref
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from recallfs.query import fts_delta
-from recallfs.query.bm25_memory import load_postings
+from recallfs.query.bm25_memory import Postings, load_postings
 from recallfs.query.bm25_query import index_stems
 from recallfs.query.bm25_reader import readable_corpus, reader_bm25
 from recallfs.query.derived import allowed_rids
@@ -150,3 +153,57 @@ def test_a_reader_of_every_row_gets_duckdbs_weights(tmp_path: Path, query: str) 
         assert 0 < some.count < len(postings.rids)
         theirs = reader_bm25([postings], some, stems)
         assert not theirs.scores[0][~some.masks[0]].any()
+
+
+def _postings(docs_of_term: dict[str, list[tuple[int, int]]], lengths: list[float]) -> Postings:
+    """A small index by hand: term -> [(doc position, occurrences)], and each doc's length. Rids are
+    10, 20, 30, ... by position. The shared weights are left at 0: only the reader's are under test."""
+    terms = sorted(docs_of_term)
+    starts = np.cumsum([0, *(len(docs_of_term[t]) for t in terms)]).astype(np.int64)
+    pairs = [p for t in terms for p in docs_of_term[t]]
+    return Postings(vocab={t: i for i, t in enumerate(terms)}, starts=starts,
+                    docs=np.array([d for d, _ in pairs], dtype=np.int32), weights=np.zeros(len(pairs)),
+                    rids=np.arange(1, len(lengths) + 1, dtype=np.int64) * 10,
+                    freqs=np.array([f for _, f in pairs], dtype=np.float32), lengths=np.array(lengths))
+
+
+def _by_hand(tf: float, length: float, df: int, n: int, mean: float) -> float:
+    idf = math.log10((n - df + 0.5) / (df + 0.5) + 1)
+    return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / mean))
+
+
+# (readable rids, stem) -> the expected score of each doc position: df, N and the mean length come from
+# the readable docs only. Docs: 10 "deploy deploy cluster" (3), 20 "cluster" (1), 30 "deploy x4 ..." (8).
+POSTINGS_BY_HAND = {"cluster": [(0, 1), (1, 1)], "deploy": [(0, 2), (2, 4)]}
+LENGTHS = [3.0, 1.0, 8.0]
+
+
+@pytest.mark.parametrize(("readable", "stem", "expected"), [
+    ([10, 20, 30], "deploy", [_by_hand(2, 3, 2, 3, 4.0), 0.0, _by_hand(4, 8, 2, 3, 4.0)]),
+    ([10, 20], "deploy", [_by_hand(2, 3, 1, 2, 2.0), 0.0, 0.0]),  # 30 hidden: df 1, N 2, mean 2
+    ([10, 20], "cluster", [_by_hand(1, 3, 2, 2, 2.0), _by_hand(1, 1, 2, 2, 2.0), 0.0]),
+    ([20], "deploy", [0.0, 0.0, 0.0]),  # the word only hidden docs hold: unknown to this reader
+    ([], "cluster", [0.0, 0.0, 0.0]),
+    ([10, 30], "missing", [0.0, 0.0, 0.0]),
+])
+def test_reader_weights_by_hand(readable: list[int], stem: str, expected: list[float]) -> None:
+    postings = _postings(POSTINGS_BY_HAND, LENGTHS)
+    allowed = np.array(readable, dtype=np.int64)
+    scored = reader_bm25([postings], readable_corpus([postings], allowed), [stem])
+    assert scored.scores[0] == pytest.approx(expected, abs=1e-12)
+    assert scored.maxima == [pytest.approx(max(expected), abs=1e-12)]
+    assert scored.knows_every_stem is (max(expected) > 0)
+
+
+def test_the_caches_keep_no_old_index_alive() -> None:
+    """A store written between recalls makes new postings and readable sets each generation: the
+    reader's caches must not be what keeps the old ones (or their masks) in memory."""
+    postings = _postings(POSTINGS_BY_HAND, LENGTHS)
+    allowed = np.array([10, 20], dtype=np.int64)
+    corpus = readable_corpus([postings], allowed)
+    reader_bm25([postings], corpus, ["deploy", "cluster"])
+    assert readable_corpus([postings], allowed) is corpus  # remembered while they live
+    refs = [weakref.ref(postings), weakref.ref(allowed)]
+    del postings, allowed, corpus
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
