@@ -60,6 +60,13 @@ class Stats:
     last_unexpected: str | None = None
     recent: ErrorWindow = field(default_factory=ErrorWindow)  # unexpected errors, for the health verdict
 
+    def unexpected_error(self, op: str, exc: BaseException) -> None:
+        """Count a failure no errno row explains (a bug, or DuckDB out of memory): the health verdict
+        reads these, from file-system requests and control requests (an ingest, an inbox file) alike."""
+        self.unexpected += 1
+        self.last_unexpected = f"{op}: {type(exc).__name__}: {exc}"
+        self.recent.add()
+
     def as_dict(self) -> dict[str, Any]:
         return {"requests": sum(self.requests.values()), "by_op": dict(self.requests),
                 "errnos": dict(self.errnos), "unexpected_errors": self.unexpected,
@@ -93,9 +100,7 @@ def boundary(*, reply: bool = True) -> Callable[[Handler[P, T]], Handler[P, T]]:
             except Exception as exc:
                 number = errno_for(exc)
                 if number is None:
-                    stats.unexpected += 1
-                    stats.last_unexpected = f"{op}: {type(exc).__name__}: {exc}"
-                    stats.recent.add()
+                    stats.unexpected_error(op, exc)
                     log.exception("unexpected error in %s; answered EIO", op)
                     number = errno.EIO
                 if not reply:

@@ -39,6 +39,14 @@ MAX_REQUEST = 2 << 20  # an inbox file (1 MiB by default) travels base64-encoded
 READ_REQUEST_S = 60.0  # a client sends its one line as soon as it connects; do not wait on one forever
 
 
+def _op_name(raw: bytes) -> str:
+    """The request's op, for the health report's last error (a request that is not JSON has none)."""
+    try:
+        return str(json.loads(raw).get("op", "?"))
+    except (ValueError, AttributeError):
+        return "?"
+
+
 # -- server (inside the daemon, on trio) ---------------------------------------------------------------
 class ControlServer:
     """`uid_map` and `principal`: the mount's --map-uid and principal, which decide who may ask what and
@@ -81,6 +89,7 @@ class ControlServer:
                     reply = {"ok": False, "error": str(exc), **({"code": exc.code} if exc.code else {})}
                 except Exception as exc:
                     log.exception("control request failed")
+                    self.ops.stats.unexpected_error(f"control {_op_name(raw)}", exc)
                     reply = {"ok": False, "error": f"internal error in the daemon ({type(exc).__name__}: {exc}); "
                              "see its log"}
                 await stream.send_all(json.dumps(reply, default=str).encode() + b"\n")

@@ -92,6 +92,8 @@ def store_problems(store: dict[str, Any]) -> tuple[list[str], list[str]]:
         failing.append(f"the database was invalidated by a DuckDB fatal error ({store['broken']}); reopening it")
     if store.get("gone"):  # the path names another file, or none (query/store_file.py)
         failing.append(str(store["gone"]))
+    if store.get("wal_stuck"):  # checkpoints stopped: writes will fail for memory (query/wal_guard.py)
+        degraded.append(str(store["wal_stuck"]))
     if store.get("stale"):  # a replica whose lake is unreachable: it serves what it holds
         degraded.append(str(store["stale"]))
     if store.get("read_only"):

@@ -9,6 +9,12 @@ tells the store (`on_error`) and lets the error go on as before; the store then 
 
 `on_enter`/`on_exit` bracket each call into DuckDB, so the store can wait until no thread is inside
 DuckDB before it closes the connections (closing a connection under a running call is not safe).
+
+Every fetch ends its result. DuckDB (1.5.5) keeps a connection's transaction open while its last result
+is not read to the end, and a commit that updated rows cannot checkpoint while any other transaction is
+open: one `fetchone` left on an idle thread's connection stopped every checkpoint of a daemon, whose
+write-ahead log then grew by each write until DuckDB ran out of memory (developer-notes/storage.md,
+"Checkpoints").
 """
 
 from __future__ import annotations
@@ -72,7 +78,14 @@ class Cursor:
         return self._call(self._conn.fetchall)  # type: ignore[no-any-return]
 
     def fetchone(self) -> tuple[Any, ...] | None:
-        return self._call(self._conn.fetchone)  # type: ignore[no-any-return]
+        """The first row; the rest of the result is read and dropped, which ends its transaction."""
+        return self._call(self._first_row)  # type: ignore[no-any-return]
+
+    def _first_row(self) -> tuple[Any, ...] | None:
+        row = self._conn.fetchone()
+        if row is not None:
+            self._conn.fetchall()
+        return row
 
     def scalar(self, query: str, parameters: object = None) -> int:
         """The first column of the first row of `query`, as an int (0 when there is no row or it is NULL)."""

@@ -29,6 +29,7 @@ from recallfs.query.duckdb_client import spare_the_pandas_search
 from recallfs.query.fts_extension import DUCKDB_CONFIG, load_fts
 from recallfs.query.migrations import MEMORY_TABLES, create_partition, migrate_store
 from recallfs.query.store_file import FileIdentity
+from recallfs.query.wal_guard import fold_wal
 from recallfs.scope.partition import partition_schema
 from recallfs.scope.principal import Principal
 
@@ -68,10 +69,12 @@ class StoreHealth:
     last_fatal_at: float | None = None  # time.time()
     reopens: int = 0
     failed: str | None = None  # set while the database is invalidated and could not be reopened
+    wal_stuck: str | None = None  # why the write-ahead log is not being checkpointed (query/wal_guard.py)
 
     def as_dict(self) -> dict[str, object]:
         return {"fatal_errors": self.fatal_errors, "last_fatal": self.last_fatal,
-                "last_fatal_at": self.last_fatal_at, "reopens": self.reopens, "failed": self.failed}
+                "last_fatal_at": self.last_fatal_at, "reopens": self.reopens, "failed": self.failed,
+                "wal_stuck": self.wal_stuck}
 
 
 class _Connections(Hooks):
@@ -272,6 +275,7 @@ class Store:
                 raise
             cur.execute("COMMIT")
             self.generation += 1
+            self.health.wal_stuck = fold_wal(cur, self.path)
 
     def close(self) -> None:
         with self._reopen_lock:

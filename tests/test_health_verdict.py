@@ -22,6 +22,9 @@ RESTARTED = "the inbox process was started again 1 time(s), last at 2026-11-28T0
     ({"store": {"read_only": True}}, "degraded", "the store is served read-only", None),
     ({"store": {"broken": "fatal"}}, "failing", "invalidated by a DuckDB fatal error", None),
     ({"store": {"gone": "the store file /s was deleted while it was open"}}, "failing", "/s was deleted", None),
+    # checkpoints stopped: it serves, but its writes will fail for memory (query/wal_guard.py)
+    ({"store": {"wal_stuck": "the write-ahead log has grown to 80 MB and DuckDB cannot checkpoint it (x)"}},
+     "degraded", "the write-ahead log has grown to 80 MB", None),
     # inbox/ that takes no writes is not ok, however well the rest serves; a restart is a note
     ({"inbox": (DEAD_INBOX, None)}, "degraded", f"inbox/ takes no writes: {DEAD_INBOX}", None),
     ({"inbox": (None, RESTARTED)}, "ok", None, RESTARTED),
