@@ -26,6 +26,7 @@ from recallfs.query.cursor import Cursor
 # A memory's head among its versions: the newest by time, then the last to arrive (query/versioning.py).
 HEAD_ORDER = "PARTITION BY id ORDER BY created_at DESC, version DESC, rid DESC"
 MAX_CHAIN = 64  # supersession chains longer than this are cut: a guard against bad or cyclic data
+NEW_HEADS = "temp.main.recallfs_new_heads"  # the writer connection's own, for one rebuild of `heads`
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +96,19 @@ def replaced_ids(facts: Mapping[str, FactState], limit: int = MAX_CHAIN) -> set[
 
 
 def rebuild_heads(cur: Cursor, schema: str) -> None:
-    """Recompute the partition's heads inside the caller's transaction."""
-    cur.execute(f"DELETE FROM {schema}.heads")
-    for table, sql, params in head_queries(cur, schema):
-        cur.execute(f"INSERT INTO {schema}.heads SELECT rid, '{table}' FROM ({sql})", params)
+    """Bring the partition's heads up to date inside the caller's transaction. Only rows whose
+    currentness changed are deleted or inserted: rewriting the whole table put every head in the
+    write-ahead log (~0.7 MB per one-fact write at 30k memories) and re-inserted every primary key."""
+    selects, params = [], []
+    for table, sql, table_params in head_queries(cur, schema):
+        selects.append(f"SELECT rid, '{table}' AS tbl FROM ({sql})")
+        params.extend(table_params)
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {NEW_HEADS} AS {' UNION ALL '.join(selects)}", params)
+    cur.execute(f"DELETE FROM {schema}.heads WHERE rid NOT IN (SELECT rid FROM {NEW_HEADS})")
+    cur.execute(f"INSERT INTO {schema}.heads SELECT rid, tbl FROM {NEW_HEADS} "
+                f"WHERE rid NOT IN (SELECT rid FROM {schema}.heads)")
+    cur.execute(f"DROP TABLE {NEW_HEADS}")
+
 
 
 def head_queries(
