@@ -85,6 +85,14 @@ def why_unreachable(exc: BaseException) -> str:
     return mask_secrets(_first_line(exc))
 
 
+def _snapshot_id(conn: duckdb.DuckDBPyConnection) -> int:
+    """The lake's current snapshot. Read with fetchall: a result left unread keeps the DuckDB transaction
+    open, and with it DuckLake's transaction on PostgreSQL ("idle in transaction" between polls, which
+    holds back the catalog's vacuum for as long as the replica runs; query/cursor.py says why)."""
+    rows = conn.execute("SELECT id FROM lake.current_snapshot()").fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
 class Lake:
     def __init__(self, location: LakeLocation) -> None:
         self.location = location
@@ -144,8 +152,7 @@ class Lake:
     # -- reading ----------------------------------------------------------------------------------
     def snapshot(self) -> int:
         with self._connection() as conn:
-            row = conn.execute("SELECT id FROM lake.current_snapshot()").fetchone()
-        return int(row[0]) if row else 0
+            return _snapshot_id(conn)
 
     def changes(self, since: int, upto: int) -> list[LakeBatch]:
         """What was committed after snapshot `since` up to `upto`, batch by batch in commit order."""
@@ -205,8 +212,7 @@ class Lake:
                     for sql, path in inserts:
                         conn.execute(sql, [path])
                     conn.execute("COMMIT")
-                    row = conn.execute("SELECT id FROM lake.current_snapshot()").fetchone()
-                    return int(row[0]) if row else 0
+                    return _snapshot_id(conn)
                 except duckdb.TransactionException:
                     _rollback(conn)
                     if attempt == COMMIT_RETRIES:

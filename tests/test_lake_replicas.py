@@ -223,3 +223,36 @@ def test_a_batch_that_cannot_be_replayed_is_reported(lake: LakeSpec, tmp_path: P
     result = recall_json(b, "lock keeper")
     assert result["total_candidates"] == 1 and result["degraded"]
     assert "could not replay the lake past snapshot" in result["degraded_reason"], result["degraded_reason"]
+
+
+def _lake_sessions(spec: LakeSpec) -> list[tuple[str, str]]:
+    """(state, query) of every other client session on the lake's catalog database."""
+    from lake_helpers import DB_USER, PORT, server_bin
+
+    sql = ("SELECT state, left(query, 80) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+           f"AND datname = '{spec.database}' AND pid <> pg_backend_pid()")
+    out = subprocess.run([str(server_bin() / "psql"), "-h", str(spec.cluster.root), "-p", str(PORT), "-U", DB_USER,
+                          "-d", spec.database, "-AtF", "\t", "-c", sql], check=True, capture_output=True, text=True,
+                         timeout=60).stdout
+    return [tuple(line.split("\t", 1)) for line in out.splitlines() if line]  # type: ignore[misc]
+
+
+def test_a_replicas_polls_leave_no_transaction_open_on_postgres(lake: LakeSpec, tmp_path: Path) -> None:
+    """Between polls a replica's catalog session must be idle, not "idle in transaction": an open
+    transaction holds back PostgreSQL's vacuum for as long as the replica runs (found 2026-12-05: the
+    snapshot read's unread result kept DuckLake's transaction open)."""
+    from recallfs.query.lake import Lake
+    from recallfs.query.lake_location import parse_lake
+
+    run_cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", [fact("a", "the weir gauge reads high")])),
+            env=host_env(tmp_path, "a", lake), check=True)
+    lk = Lake(parse_lake(lake.url))
+    try:
+        assert lk.snapshot() > 0
+        sessions = _lake_sessions(lake)
+        assert sessions and all(state == "idle" for state, _ in sessions), sessions
+        assert len(lk.changes(0, lk.snapshot())) == 1
+        sessions = _lake_sessions(lake)
+        assert sessions and all(state == "idle" for state, _ in sessions), sessions
+    finally:
+        lk.close()
