@@ -15,7 +15,7 @@ from recallfs.query.bm25_memory import POSTINGS, Postings, top_k
 from recallfs.query.bm25_reader import readable_corpus, reader_bm25
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.derived import allowed_rids, by_generation, store_state
 from recallfs.query.fts_delta import delta_postings
 from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling
@@ -36,7 +36,7 @@ class IndexState:
     max_rid: int  # the table's newest row
 
 
-_STATE: LruCache[tuple[Any, ...], Any] = LruCache(512)
+_STATE: LruCache[tuple[Any, ...], Any] = LruCache(512, generation=by_generation)
 def index_state(store: Store, schema: str, table: str) -> IndexState:
     def compute() -> IndexState:
         cur = store.cursor()

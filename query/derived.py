@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,12 @@ def store_state(store: Store) -> tuple[int, int]:
     return token, store.generation
 
 
-_ALLOWED: LruCache[tuple[Any, ...], np.ndarray] = LruCache(128)
+def by_generation(key: tuple[Any, ...]) -> tuple[Hashable, int]:
+    """LruCache's `generation` for keys that start `(str(store.path), *store_state(store), ...)`."""
+    return (key[0], key[1]), int(key[2])
+
+
+_ALLOWED: LruCache[tuple[Any, ...], np.ndarray] = LruCache(128, generation=by_generation)
 
 
 def allowed_rids(store: Store, schema: str, table: str, where: str, params: list[object]) -> np.ndarray:

@@ -12,7 +12,7 @@ import duckdb
 
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import store_state
+from recallfs.query.derived import by_generation, store_state
 from recallfs.query.store import Store
 from recallfs.ranking.entity_match import match_entity
 from recallfs.ranking.text import estimate_tokens, words
@@ -35,7 +35,7 @@ class EntityCard:
         return {"name": self.name, "total_facts": self.total_facts, "facts": self.facts}
 
 
-_ENTITY_NAMES: LruCache[tuple[Any, ...], list[str]] = LruCache(256)
+_ENTITY_NAMES: LruCache[tuple[Any, ...], list[str]] = LruCache(256, generation=by_generation)
 
 
 def entity_names(cur: Cursor, schema: str, store: Store | None = None) -> list[str]:

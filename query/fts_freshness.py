@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 from recallfs.query.caches import LruCache
-from recallfs.query.derived import store_state
+from recallfs.query.derived import by_generation, store_state
 from recallfs.query.fts_delta import needs_rebuild
 from recallfs.query.lexical import build_fts, fts_schema
 from recallfs.query.migrations import MEMORY_TABLES
@@ -132,7 +132,7 @@ def repair_fts(store: Store) -> list[StaleIndex]:
     return stale
 
 
-_BEHIND: LruCache[tuple[Any, ...], tuple[StaleIndex, ...]] = LruCache(256)
+_BEHIND: LruCache[tuple[Any, ...], tuple[StaleIndex, ...]] = LruCache(256, generation=by_generation)
 
 
 def behind_note(store: Store, schema: str) -> str | None:

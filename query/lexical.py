@@ -20,7 +20,7 @@ from recallfs.query.bm25_memory import POSTINGS
 from recallfs.query.bm25_query import Clause, fts_schema, index_state, table_bm25
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.derived import allowed_rids, by_generation, store_state
 from recallfs.query.fts_delta import delta_postings
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.stopwords import STOPWORDS
@@ -152,7 +152,7 @@ def score_indexed(
 # asks the lexical arm twice for a table (its hits, then calibrated evidence for the floor), and another
 # caller's same query needs only its own scope applied. Bounded by bytes: a short prefix can match most rows.
 _FRESH: LruCache[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = LruCache(
-    32 << 20, weigh=lambda v: int(v[0].nbytes + v[1].nbytes))
+    32 << 20, weigh=lambda v: int(v[0].nbytes + v[1].nbytes), generation=by_generation)
 
 
 def _search_fresh(

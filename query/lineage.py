@@ -28,7 +28,7 @@ from typing import Any
 
 from recallfs.query.caches import LruCache
 from recallfs.query.currentness import FactState, fact_links, replaced_ids
-from recallfs.query.derived import store_state
+from recallfs.query.derived import by_generation, store_state
 from recallfs.query.gate import authorize
 from recallfs.query.labels import label
 from recallfs.query.migrations import MEMORY_TABLES
@@ -151,7 +151,7 @@ class PartitionLinks:
 _CURRENT, _NOT_CURRENT = Lineage(True), Lineage(False)
 
 
-_CACHE: LruCache[tuple[Any, ...], PartitionLinks] = LruCache(32)
+_CACHE: LruCache[tuple[Any, ...], PartitionLinks] = LruCache(32, generation=by_generation)
 
 
 def _rows(store: Store, schema: str, table: str) -> list[Version]:

@@ -15,6 +15,7 @@ The gate's `scope_clause` adds them to its current-rows clause.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from recallfs.query.caches import LruCache
@@ -42,13 +43,18 @@ class HeadChanges:
 
 NO_CHANGES = HeadChanges()
 
-_CHANGES: LruCache[tuple[object, ...], HeadChanges] = LruCache(256)
+def _by_generation(key: tuple[object, ...]) -> tuple[Hashable, int]:
+    """LruCache's `generation` for `(*_reader_key's key, generation)`: the store is its path and token."""
+    return (key[0], key[1]), int(key[-1])  # type: ignore[call-overload]
+
+
+_CHANGES: LruCache[tuple[object, ...], HeadChanges] = LruCache(256, generation=_by_generation)
 # (store path, store token, schema, reader's clause, its policy) -> (the highest rid looked at per table,
 # whether any row up to it is hidden from the reader). Rows are only ever added, with rising rids, so
 # after an ingest only the new rows need a look: a reader who may read everything pays a few
 # milliseconds per write, not a scan.
 _HIDDEN_SEEN: LruCache[tuple[object, ...], tuple[tuple[int, ...], bool]] = LruCache(256)
-_HIDES: LruCache[tuple[object, ...], bool] = LruCache(256)
+_HIDES: LruCache[tuple[object, ...], bool] = LruCache(256, generation=_by_generation)
 
 
 def _reader_key(store: Store, principal: Principal, schema: str) -> tuple[tuple[object, ...], int]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import store_state
+from recallfs.query.derived import by_generation, store_state
 from recallfs.query.half_vectors import from_stored
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall_scope import SemanticArm, SemanticQuery
@@ -84,7 +84,7 @@ def _indexed_vectors(
         return None
 
 
-_HAS_VECTORS: LruCache[tuple[Any, ...], bool] = LruCache(1024)
+_HAS_VECTORS: LruCache[tuple[Any, ...], bool] = LruCache(1024, generation=by_generation)
 
 
 def _vectors_table_exists(cur: Cursor, store: Store | None, schema: str) -> bool:

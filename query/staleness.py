@@ -29,7 +29,7 @@ import numpy as np
 from recallfs.query.caches import LruCache
 from recallfs.query.currentness import MAX_CHAIN, FactState, chain_head, fact_links
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.derived import allowed_rids, by_generation, store_state
 from recallfs.query.gate import authorize_in_store, scope_clause
 from recallfs.query.labels import label
 from recallfs.query.loading import pull_in
@@ -162,7 +162,7 @@ def _current_rows(cur: Cursor, schema: str, column: str, values: Iterable[str]) 
     return out
 
 
-_DERIVED: LruCache[tuple[Any, ...], Derived] = LruCache(256)
+_DERIVED: LruCache[tuple[Any, ...], Derived] = LruCache(256, generation=by_generation)
 
 
 def derived(store: Store, schema: str) -> Derived:

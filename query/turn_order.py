@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.caches import LruCache
-from recallfs.query.derived import store_state
+from recallfs.query.derived import by_generation, store_state
 from recallfs.query.gate import authorize_in_store
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall_scope import Scope
@@ -102,4 +102,4 @@ def _derive(scope: Scope) -> TurnOrder:
     return TurnOrder(arrays["after"], arrays["before"], arrays["speaker"])
 
 
-_ORDER: LruCache[tuple[Any, ...], TurnOrder] = LruCache(64)
+_ORDER: LruCache[tuple[Any, ...], TurnOrder] = LruCache(64, generation=by_generation)

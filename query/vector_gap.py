@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.caches import LruCache
-from recallfs.query.derived import allowed_rids, store_state
+from recallfs.query.derived import allowed_rids, by_generation, store_state
 from recallfs.query.store import Store
 from recallfs.query.window_index import TableIndex
 
@@ -30,7 +30,7 @@ class VectorGap:
     readable: int  # readable rows of the table (in the recall's scope)
 
 
-_GAPS: LruCache[tuple[Any, ...], VectorGap] = LruCache(256)
+_GAPS: LruCache[tuple[Any, ...], VectorGap] = LruCache(256, generation=by_generation)
 
 
 def vector_gap(store: Store, schema: str, table: str, where: str, params: list[object],

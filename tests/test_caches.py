@@ -52,3 +52,39 @@ def test_get_or_compute_computes_once():
     assert calls == [1]
     cache.clear()
     assert (len(cache), cache.weight, cache.get("k")) == (0, 0, None)
+
+
+def _by_generation(key: tuple[str, int, str]) -> tuple[str, int]:
+    return key[0], key[1]
+
+
+@pytest.mark.parametrize(("puts", "kept"), [
+    # (store, generation, what): a newer generation of a store evicts that store's older entries
+    ([("s", 1, "a"), ("s", 1, "b"), ("s", 2, "a")], [("s", 2, "a")]),
+    # other stores keep theirs
+    ([("s", 1, "a"), ("t", 1, "a"), ("s", 2, "a")], [("s", 2, "a"), ("t", 1, "a")]),
+    # a reader still on an older generation computes, but its entry is not kept
+    ([("s", 2, "a"), ("s", 1, "b")], [("s", 2, "a")]),
+    # the same generation fills as before, within the count bound
+    ([("s", 3, "a"), ("s", 3, "b"), ("s", 3, "c")], [("s", 3, "b"), ("s", 3, "c")]),
+])
+def test_a_newer_generation_evicts_its_stores_older_entries(puts, kept):
+    cache: LruCache[tuple[str, int, str], int] = LruCache(2, generation=_by_generation)
+    for key in puts:
+        cache.put(key, 1)
+    assert sorted(cache.keys()) == kept
+    assert cache.weight == len(kept)
+
+
+def test_the_generation_rule_with_weights_and_compute():
+    cache: LruCache[tuple[str, int, str], bytes] = LruCache(100, len, generation=_by_generation)
+    cache.put(("s", 1, "a"), b"x" * 40)
+    cache.put(("s", 1, "b"), b"x" * 40)
+    assert cache.weight == 80
+    assert cache.get_or_compute(("s", 2, "a"), lambda: b"y" * 10) == b"y" * 10
+    assert (cache.keys(), cache.weight) == ([("s", 2, "a")], 10)
+    assert cache.get_or_compute(("s", 1, "b"), lambda: b"old") == b"old"  # answered, not kept
+    assert cache.keys() == [("s", 2, "a")]
+    cache.clear()
+    cache.put(("s", 1, "a"), b"z")  # clear forgets the newest generations too
+    assert cache.keys() == [("s", 1, "a")]
