@@ -61,10 +61,22 @@ def time_window(question: str, now: datetime | None = None) -> TimeWindow | None
     question is asked (naive UTC, like the store); relative phrases and a month without a year
     need it."""
     for find in (_absolute_day, _month_year, _month_alone, _relative, _year):
-        found = find(question, now)
+        try:
+            found = find(question, now)
+        except (OverflowError, ValueError):  # a span the calendar cannot hold: it names no window
+            continue
         if found is not None:
             return found
     return None
+
+
+def _plus(when: datetime, delta: timedelta) -> datetime:
+    """`when + delta`, held at the calendar's ends (years 1 and 9999): "last week", asked as of
+    9999-12-31, ends at the end of time rather than failing."""
+    try:
+        return when + delta
+    except OverflowError:
+        return datetime.max if delta > timedelta(0) else datetime.min
 
 
 def _absolute_day(text: str, now: datetime | None) -> TimeWindow | None:
@@ -110,17 +122,18 @@ def _relative(text: str, now: datetime | None) -> TimeWindow | None:
     if m:
         amount = _NUMBERS.get(m.group(1).lower()) or int(m.group(1))
         span = timedelta(days=_SPAN_DAYS[m.group(2).lower()])
-        centre = now - amount * span
-        return TimeWindow(centre - span / 2, min(centre + span, now + timedelta(days=1)), m.group(0))
+        centre = _plus(now, -amount * span)
+        return TimeWindow(_plus(centre, -span / 2), min(_plus(centre, span), _plus(now, timedelta(days=1))),
+                          m.group(0))
     m = _LAST.search(text)
     if m:
-        return TimeWindow(_period_start(m.group(1).lower(), m.group(2).lower(), now), now + timedelta(days=1),
-                          m.group(0))
+        return TimeWindow(_period_start(m.group(1).lower(), m.group(2).lower(), now),
+                          _plus(now, timedelta(days=1)), m.group(0))
     m = _YESTERDAY.search(text)
     if m:
         back = 1 if m.group(1).lower() == "yesterday" else 0
-        day = datetime(now.year, now.month, now.day) - timedelta(days=back)
-        return TimeWindow(day, now + timedelta(days=1), m.group(0))
+        day = _plus(datetime(now.year, now.month, now.day), -timedelta(days=back))
+        return TimeWindow(day, _plus(now, timedelta(days=1)), m.group(0))
     return None
 
 
@@ -128,11 +141,11 @@ def _period_start(which: str, unit: str, now: datetime) -> datetime:
     """Where "this/last week|weekend|month|year" starts: calendar months and years, weeks as 7 days."""
     back = 0 if which == "this" else 1
     if unit == "year":
-        return datetime(now.year - back, 1, 1)
+        return datetime(max(now.year - back, 1), 1, 1)
     if unit == "month":
-        index = now.year * 12 + now.month - 1 - back
+        index = max(now.year * 12 + now.month - 1 - back, 12)  # not before January of year 1
         return datetime(index // 12, index % 12 + 1, 1)
-    return datetime(now.year, now.month, now.day) - timedelta(days=7 * (back + 1))
+    return _plus(datetime(now.year, now.month, now.day), -timedelta(days=7 * (back + 1)))
 
 
 def _month_number(name: str) -> int:
@@ -146,7 +159,7 @@ def _day(year: int, month: int, day: int, phrase: str) -> TimeWindow | None:
     except ValueError:  # "31 February": not a date
         return None
     # the week before it too: "the week before 9 June" and "by 7 November" name a day that ends a span
-    return TimeWindow(start - timedelta(days=7), start + timedelta(days=8), phrase)
+    return TimeWindow(_plus(start, -timedelta(days=7)), _plus(start, timedelta(days=8)), phrase)
 
 
 def _month(year: int, month: int, phrase: str) -> TimeWindow:

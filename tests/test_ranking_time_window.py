@@ -54,6 +54,34 @@ def test_no_window_or_no_false_date(question, now):
     assert time_window(question, now) is None
 
 
+LAST_DAY, FIRST_DAY = datetime(9999, 12, 31, 12), datetime(1, 1, 1, 12)
+END, START = datetime.max, datetime.min
+
+
+@pytest.mark.parametrize(("question", "now", "start", "end"), [
+    # asked as of the calendar's ends (`now:9999-12-31`): a span past them is held at them, never an error
+    ("what did I say last week", LAST_DAY, datetime(9999, 12, 17), END),
+    ("what happened today", LAST_DAY, datetime(9999, 12, 31), END),
+    ("the bug from two weeks ago", LAST_DAY, datetime(9999, 12, 14), datetime(9999, 12, 24, 12)),
+    ("anything from this year", LAST_DAY, datetime(9999, 1, 1), END),
+    ("what did we plan last month", FIRST_DAY, datetime(1, 1, 1), datetime(1, 1, 2, 12)),
+    ("what did Sam say yesterday", FIRST_DAY, START, datetime(1, 1, 2, 12)),
+    ("last week", FIRST_DAY, START, datetime(1, 1, 2, 12)),
+    ("three years ago", FIRST_DAY, START, datetime(1, 1, 2, 12)),
+    ("standup notes 0001-01-03", None, START, datetime(1, 1, 11)),
+    ("standup notes 9999-12-30", None, datetime(9999, 12, 23), END),
+])
+def test_windows_at_the_ends_of_the_calendar(question, now, start, end):
+    got = time_window(question, now)
+    assert got is not None and (got.start, got.end) == (start, end)
+
+
+@pytest.mark.parametrize("question", ["camping in December", "what changed last year", "in 2023"])
+def test_spans_the_calendar_cannot_hold_name_nothing_or_hold_at_its_end(question):
+    got = time_window(question, LAST_DAY)  # "in December" as of 9999 would end in year 10000
+    assert got is None or got.end <= END
+
+
 @pytest.mark.parametrize(("when", "inside"), [
     (DAY0, True),  # the start is inside
     (datetime(2026, 1, 4, 23, 59), True),

@@ -117,6 +117,19 @@ def test_through_the_mount_ls_shows_the_reply_and_cat_reads_it(mnt: Mount):
     assert grep.returncode == 1 and grep.stdout == ""
 
 
+@needs_fuse
+@pytest.mark.mount
+@pytest.mark.parametrize("asked", ["now:9999-12-31", "now:0001-01-01"])
+def test_a_relative_phrase_asked_at_the_ends_of_the_calendar_is_answered_not_an_error(mnt: Mount, asked: str):
+    # once EIO from the mount: "last week" as of 9999-12-31 ran past the year 9999
+    for phrase in ("last week", "today", "yesterday", "last month", "two months ago", "this year"):
+        query = mnt.path / "recall" / f"what did the team choose for the ledger {phrase} {asked}"
+        ls = subprocess.run(["ls", str(query)], capture_output=True, text=True)
+        assert ls.returncode == 0, (phrase, ls.stderr)
+        result = json.loads((query / "results.json").read_text())
+        assert result["hits"] and result["hits"][0]["content"].startswith("The team chose")
+
+
 def test_a_reply_ingested_later_is_found_by_the_next_recall(tmp_path):
     asked = turn("s-late", 0, "maya", "Which harbour did the ferry leave from?")
     with Store(tmp_path / "store.duckdb") as s:
