@@ -157,6 +157,9 @@ def parse_timestamp(value: Any, what: str = "created_at") -> datetime:
         ts = datetime.fromisoformat(text)
     except ValueError:
         raise RecordError(f"{what}: {value!r} is not an ISO 8601 date (e.g. 2026-06-11T14:03:00Z)") from None
+    # Checked before the conversion too: 9999-12-31T23:00-05:00 is past what a datetime holds in UTC.
+    if not (1900 <= ts.year <= 2200):
+        raise RecordError(f"{what}: {value!r} is out of range")
     if ts.tzinfo is not None:
         ts = ts.astimezone(UTC).replace(tzinfo=None)
     if not (1900 <= ts.year <= 2200):
