@@ -31,6 +31,7 @@ from recallfs.query.labels import label
 from recallfs.query.records import MemoryRecord, RecordError, derive_id, parse_record
 
 FRONT = "---"
+MAX_NESTING = 8  # the front matter as a map is level 1; what a field needs is a level or two below it
 # The field a RecordError names: "tags: ...", "missing field 'session'", "unknown field 'colour'".
 _FIELD = re.compile(r"^(?:missing field |unknown field )?'?([a-z_]+)'?(?:[: ]|$)")
 
@@ -95,7 +96,7 @@ def _front_matter(name: str, lines: list[str], writer: Writer) -> MemoryRecord:
         raise InboxError("front matter opened with '---' on line 1 is never closed by a second '---'", 1)
     try:
         source = "\n".join(lines[1:end])
-        _refuse_aliases(source)
+        _refuse_shapes(source)
         fields = yaml.safe_load(source)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -120,16 +121,27 @@ def _front_matter(name: str, lines: list[str], writer: Writer) -> MemoryRecord:
     return _record(obj, writer, name, at=lambda field: end + 2 if field == "content" else _line_of(lines, end, field))
 
 
-def _refuse_aliases(source: str) -> None:
-    """Refuse YAML anchors and aliases before the front matter is loaded: a 452-byte front matter of nested
-    aliases expands to a billion items (the close took 68 s and the daemon 5 GB; one more level would
-    exhaust memory), and a self-referencing one recursed without end. A memory's fields have no use for
-    them. Reading events costs the text's length; only loading expands."""
+def _refuse_shapes(source: str) -> None:
+    """Refuse, before the front matter is loaded, what a memory's fields have no use for and loading
+    makes costly. Reading events stops at the first offence, so its cost is bounded too.
+    - Anchors and aliases: a 452-byte front matter of nested aliases expanded to a billion items (the
+      close took 68 s and the daemon 5 GB), and a self-referencing one recursed without end.
+    - Nesting deeper than MAX_NESTING: PyYAML's loader spends ~1.2 ms a level (36 s for 30k brackets,
+      with the daemon's worker held all along)."""
+    depth = 0
     for event in yaml.parse(source, Loader=yaml.SafeLoader):
+        mark = event.start_mark
+        line = mark.line + 2 if mark is not None else 1
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            mark = event.start_mark
             raise InboxError("front matter: YAML anchors and aliases (`&name`, `*name`) are not taken; write "
-                             "each value out", mark.line + 2 if mark is not None else 1)
+                             "each value out", line)
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise InboxError(f"front matter: lists and maps nest deeper than {MAX_NESTING - 1} levels; a "
+                                 "field's value is text, a list, or a short map", line)
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
 
 
 def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> MemoryRecord:

@@ -67,6 +67,10 @@ def test_written_files_become_records(name, text, expected):
      2, "anchors and aliases"),
     ("self.md", "---\nkind: fact\ntags: &a [*a]\n---\nBody.", 3, "anchors and aliases"),
     ("anchor.md", "---\nkind: fact\nentity: &who Zoe\n---\nBody.", 3, "anchors and aliases"),
+    # Found 2026-12-05: PyYAML's loader spent ~1.2 ms a nesting level, 36 s for 30k brackets on one close.
+    ("deep.md", "---\nkind: " + "[" * 30000 + "]" * 30000 + "\n---\nBody.", 2, "nest deeper than 7 levels"),
+    ("deepmap.md", "---\n" + "".join(" " * i + f"k{i}:\n" for i in range(12)) + " " * 12 + "v\n---\nBody.",
+     10, "nest deeper than 7 levels"),
 ])
 def test_refused_files_say_which_line_and_why(name, text, line, words):
     with pytest.raises(InboxError) as info:
