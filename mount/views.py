@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -41,6 +42,7 @@ log = logging.getLogger("recallfs.mount")
 T = TypeVar("T")
 SUMMED = ("requests", "unexpected_errors", "loop_thread_violations", "inodes", "content_cache_bytes",
           "listings_cached", "listings_in_kernel", "invalidations", "recall_runs_held", "recall_run_prunes")
+COUNTED = ("by_op", "errnos")
 
 
 def parse_uid_map(items: Sequence[str]) -> dict[int, str]:
@@ -230,10 +232,11 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
     def health(self) -> dict[str, Any]:
         views = {v.browser.principal.agent: v.health() for v in self.views}
         merged = dict(next(iter(views.values())))
+        own = self.stats.as_dict()  # requests the router answered itself (a uid with no view)
         for key in SUMMED:
-            merged[key] = sum(int(h.get(key) or 0) for h in views.values())
-        own = self.stats.as_dict()
-        merged["unexpected_errors"] += own["unexpected_errors"]
+            merged[key] = sum(int(h.get(key) or 0) for h in [*views.values(), own])
+        for key in COUNTED:  # op -> requests and errno -> answers, over every view: they add up to the sums
+            merged[key] = dict(sum((Counter(h.get(key) or {}) for h in [*views.values(), own]), Counter()))
         merged["denied_uid_requests"] = self.denied
         merged["views"] = views
         merged["health"] = self.verdict().as_dict()

@@ -305,6 +305,12 @@ def test_leak_matrix_uid_mapped_mount_with_semantic_arm(world: dict) -> None:
         health = mount.mount_info()["detail"]
         assert health["unexpected_errors"] == 0 and health["loop_thread_violations"] == 0
         assert health["denied_uid_requests"] > 0
+        # The mount's totals are every view's: once by_op and errnos were the first view's alone, so an
+        # EIO answered to another agent never showed in status.
+        views = health["views"].values()
+        assert sum(health["by_op"].values()) == health["requests"] >= sum(v["requests"] for v in views)
+        assert all(health["errnos"].get(e, 0) >= n for v in views for e, n in v["errnos"].items())
+        assert "EIO" not in health["errnos"] and health["errnos"].get("EACCES", 0) > 0  # the outsider's
         # The caching was on: open declined once at most per view, listings kept by the kernel.
         assert all(v["by_op"].get("open", 0) <= 1 and v["listings_in_kernel"] > 0 for v in health["views"].values())
     finally:
