@@ -254,7 +254,9 @@ class InboxOps(pyfuse3.Operations):
             self._refused(pending, draft, f"the writer (pid {killed[0]}) was killed by signal {killed[1]} before "
                                           "it closed the file", KILLED)
             raise pyfuse3.FUSEError(KILLED)
-        if not_the_last_close(handle.pid, self._path(pending), pending.ino):
+        one_open = not any(other is not handle and other.pid == handle.pid and other.pending is pending
+                           for other in self.handles.values())
+        if not_the_last_close(handle.pid, self._path(pending), pending.ino, opener_has_one_open=one_open):
             return  # a command the writer ran exited, or the writer closed while a command writes on
         handle.dirty = False
         if any(other.dirty for other in self.handles.values() if other.draft is draft):

@@ -70,8 +70,10 @@ def killed_by(pid: int) -> int:
     signal in its exit code (field 52), both set before the kernel closes its files."""
     fields = _stat_fields(f"/proc/{pid}/stat")
     try:
-        flags, exit_code = int(fields[9 - 3]), int(fields[52 - 3])
+        state, flags, exit_code = fields[0], int(fields[9 - 3]), int(fields[52 - 3])
     except (IndexError, ValueError):
+        return 0
+    if state in (b"Z", b"X"):  # killed earlier and not reaped yet: its files were closed long ago
         return 0
     return exit_code & 0x7F if flags & _PF_EXITING else 0
 
@@ -99,7 +101,7 @@ _CLOSING_CALLS: dict[str, frozenset[int]] = {
 }
 
 
-def not_the_last_close(opener: int, path: str | None, ino: int) -> bool:
+def not_the_last_close(opener: int, path: str | None, ino: int, *, opener_has_one_open: bool = False) -> bool:
     """Whether a process other than the one closing still holds this file, so that the writer is not done.
 
     A shell writing `{ echo head; git log -1; echo tail; } > inbox/x.md` forks commands that inherit the
@@ -108,16 +110,18 @@ def not_the_last_close(opener: int, path: str | None, ino: int) -> bool:
     writes. pyfuse3's `flush` names no caller, so /proc is asked: the opener is the one closing when one of
     its threads is blocked in a closing system call or it is exiting; the holders looked for are the
     processes below the opener, and the opener too when another closes (a descriptor on `path` with the
-    file's inode). The opener's other descriptors are not counted when it closes: they may be another
-    open of the same name, with a draft of its own. Where it cannot be told (the opener gone, /proc
-    hidden, another machine's syscall numbers, no path), the close is taken as the last, as before."""
+    file's inode). When the opener closes, its other descriptors count only if this is its one open of the
+    name (`opener_has_one_open`): then they are copies of this one (`exec 5> f; echo a >&5` closes a copy
+    of 5 after each echo), while beside another open they may be that one, with a draft of its own. Where
+    it cannot be told (the opener gone, /proc hidden, another machine's syscall numbers, no path), the
+    close is taken as the last, as before."""
     calls = _CLOSING_CALLS.get(platform.machine())
     if calls is None or path is None:
         return False
     closing = _is_closing(opener, calls)
     if closing is None:
         return False
-    return any(_holds(pid, path, ino) for pid in _tree(opener) if pid != opener or not closing)
+    return any(_holds(pid, path, ino) for pid in _tree(opener) if pid != opener or not closing or opener_has_one_open)
 
 
 def _is_closing(pid: int, calls: frozenset[int]) -> bool | None:

@@ -495,3 +495,31 @@ def test_a_writer_that_hands_its_file_to_a_command_and_closes_its_copy_stores_wh
     found = facts_named(mounted, "handed-lynx")
     assert len(found) == 1, found
     assert "and ends" in (mounted.path / "facts" / found[0]).read_text()
+
+
+def test_a_descriptor_held_open_across_writes_is_one_memory(mounted: Mount) -> None:
+    """Found 2026-12-05: `exec 5> f; echo a >&5; echo b >&5; exec 5>&-` stored two memories, "a" and
+    "a b": bash closes a copy of 5 after each echo, and that close was taken as the writer's last."""
+    before = counts(mounted)
+    proc = sh("exec 5> inbox/held.md; echo 'The held-osprey nests by the weir' >&5; "
+              "echo 'and fishes at dawn' >&5; exec 5>&-", mounted.path)
+    assert proc.returncode == 0, proc.stderr
+    found = facts_named(mounted, "held-osprey")
+    assert len(found) == 1, found
+    assert "and fishes at dawn" in (mounted.path / "facts" / found[0]).read_text()
+    after = counts(mounted)
+    assert sum(c["facts"] for c in after.values()) == sum(c["facts"] for c in before.values()) + 1, (before, after)
+
+
+def test_a_killed_child_left_unreaped_does_not_refuse_its_parents_file(mounted: Mount) -> None:
+    """Found 2026-12-05: a writer whose earlier child was killed and not yet reaped (a zombie keeps its
+    exit signal in /proc) had every close refused as "killed by signal 9" (ECANCELED)."""
+    script = ("import subprocess, sys, time\n"
+              "child = subprocess.Popen(['sleep', '60']); child.kill(); time.sleep(0.3)\n"
+              "assert open(f'/proc/{child.pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'\n"
+              "with open(sys.argv[1], 'w') as fh: fh.write('The zombie-kestrel hunts over the dunes')\n"
+              "child.wait()\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(mounted.path / "inbox" / "zombie.md")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert len(facts_named(mounted, "zombie-kestrel")) == 1
