@@ -35,7 +35,8 @@ def request(store: str | Path, payload: dict[str, Any], timeout: float = 3600.0)
         raise ControlError(str(exc)) from None
     except _Stopped as exc:
         raise ControlError(f"the daemon holding {store} (pid {exc.pid}) is {exc.why}, so nothing was sent to it: "
-                           f"`kill -CONT {exc.pid}` resumes it, and `recallfs umount` stops it") from None
+                           f"`kill -CONT {exc.pid}` resumes it, and `recallfs umount` stops it",
+                           code="ENOTCONN") from None
     except TimeoutError:
         if payload.get("op") == "ping":
             raise _unresponsive(store) from None
@@ -65,7 +66,7 @@ def _answers(path: Path, store: str | Path, timeout: float) -> bool:
 def _unresponsive(store: str | Path) -> ControlError:
     return ControlError(f"the daemon holding {store} does not answer (stopped, or hung), so nothing was sent to "
                         "it: `recallfs status` shows its state; `recallfs umount` detaches its mount, and "
-                        "`recallfs mount` starts a new one")
+                        "`recallfs mount` starts a new one", code="ENOTCONN")
 
 
 class _Stopped(Exception):

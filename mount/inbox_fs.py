@@ -61,6 +61,8 @@ class InboxOps(pyfuse3.Operations):
                  mountpoint: str | None = None) -> None:
         super().__init__()
         self.remember = remember
+        self.remembering = 0  # closes handed to the daemon and not answered yet (inbox_main drains them)
+        self._drained: Any = None  # a trio.Event while `drained` waits
         self.limit = limit
         self.mountpoint = mountpoint  # where the inbox is mounted, as /proc/<pid>/fd links name its files
         self.owner = owner  # the directories' owner (the daemon's user)
@@ -299,7 +301,21 @@ class InboxOps(pyfuse3.Operations):
     async def _remembered(self, pending: Pending, draft: Draft) -> tuple[int, str] | None:
         import trio
 
-        return await trio.to_thread.run_sync(self.remember, pending.uid, pending.name, bytes(draft.data))
+        self.remembering += 1
+        try:
+            return await trio.to_thread.run_sync(self.remember, pending.uid, pending.name, bytes(draft.data))
+        finally:
+            self.remembering -= 1
+            if not self.remembering and self._drained is not None:
+                self._drained.set()
+
+    async def drained(self) -> None:
+        """Return once no close waits on the daemon (inbox_main, before it leaves)."""
+        import trio
+
+        while self.remembering:
+            self._drained = trio.Event()
+            await self._drained.wait()
 
     async def release(self, fh: int) -> None:
         """The last close of an open file (every dup of its descriptor closed). A file nothing was ever

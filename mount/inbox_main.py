@@ -14,6 +14,8 @@ import trio
 
 from recallfs.mount.inbox_fs import UNKNOWN_OUTCOME, InboxOps, Remember
 
+DRAIN_S = 8.0  # at most, for the closes in the daemon's hands (inbox_process.STOP_S waits 10 s for us)
+
 
 def forward_to(store: str) -> Remember:
     """`remember` through the control socket of the daemon holding `store` (op "inbox")."""
@@ -50,23 +52,34 @@ def main(argv: list[str] | None = None) -> int:
     options = {"fsname=recallfs-inbox", "subtype=recallfs", "default_permissions", *args[3:]}
     pyfuse3.init(ops, mountpoint, options)
     try:
-        trio.run(_serve)
+        trio.run(_serve, ops)
     finally:
         pyfuse3.close(unmount=True)  # also after SIGTERM from the daemon: it unmounts before its own mount
     return 0
 
 
-async def _serve() -> None:
+async def _serve(ops: InboxOps) -> None:
     async with trio.open_nursery() as nursery:
         async def until_signal() -> None:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
                 async for _ in signals:
+                    await _answer_pending(ops)
                     nursery.cancel_scope.cancel()
                     return
 
         nursery.start_soon(until_signal)
         await pyfuse3.main()
         nursery.cancel_scope.cancel()
+
+
+async def _answer_pending(ops: InboxOps) -> None:
+    """Let the closes in the daemon's hands be answered before the session ends. The daemon's death
+    sends SIGTERM here (PR_SET_PDEATHSIG) at the moment its socket breaks off: leaving at once aborted
+    the FUSE connection under a waiting close, whose writer got ECONNABORTED instead of ENOTCONN and
+    the word that the outcome is unknown."""
+    with trio.move_on_after(DRAIN_S):
+        await ops.drained()
+    await trio.sleep(0.05)  # pyfuse3 writes the last answer once its handler returns
 
 
 if __name__ == "__main__":

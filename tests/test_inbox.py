@@ -523,3 +523,57 @@ def test_a_killed_child_left_unreaped_does_not_refuse_its_parents_file(mounted: 
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert len(facts_named(mounted, "zombie-kestrel")) == 1
+
+
+def _blocked_in_close(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == "3"  # close(2) on x86_64
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_daemon_killed_during_a_close_answers_enotconn(tmp_path: Path) -> None:
+    """Found 2026-12-05: kill -9 of the daemon while a close waited on its ingest gave the writer
+    ECONNABORTED, which the README's errno table does not list: the inbox process, told to stop by the
+    daemon's death, left the FUSE connection without answering the close. It answers first (ENOTCONN:
+    whether the file was stored is unknown), then unmounts."""
+    env = base_env(tmp_path, RECALLFS_SEMANTIC="true")  # embedding 6,000 records keeps the ingest busy
+    build_store(tmp_path, SAMPLE, env)
+    mount = start_mount(tmp_path, env)
+    try:
+        daemon = int(json.loads(mount.cli("status", "--json").stdout)["mounts"][0]["pid"])
+        src = tmp_path / "many.jsonl"
+        src.write_text("".join(json.dumps({"type": "fact", "source_id": f"k{i}", "created_at": "2026-01-01",
+                                           "content": f"Kill test fact {i} about the heron ledger"}) + "\n"
+                               for i in range(6000)))
+        cp = subprocess.Popen(["cp", str(src), str(mount.path / "inbox" / "many.jsonl")], stderr=subprocess.PIPE,
+                              text=True)
+        assert wait_until(lambda: _blocked_in_close(cp.pid), timeout=60)
+        time.sleep(2)  # the daemon has the file (a wait, not a timed assertion)
+        os.kill(daemon, signal.SIGKILL)
+        _, err = cp.communicate(timeout=60)
+        assert cp.returncode != 0 and "Transport endpoint is not connected" in err, err
+    finally:
+        stop_mount(mount)
+
+
+def test_a_stopped_daemon_refuses_a_close_with_enotconn_not_einval(tmp_path: Path) -> None:
+    """A daemon stopped (SIGSTOP, a debugger) is sent nothing: the close said EINVAL, the answer for a file
+    to fix, though nothing is wrong with the file."""
+    env = base_env(tmp_path)
+    build_store(tmp_path, SAMPLE, env)
+    mount = start_mount(tmp_path, env)
+    daemon = int(json.loads(mount.cli("status", "--json").stdout)["mounts"][0]["pid"])
+    inbox = os.open(mount.path / "inbox", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.kill(daemon, signal.SIGSTOP)
+        # from inside inbox/, entered before: a path through the mount's root would wait on the stopped daemon
+        src = tmp_path / "late.md"
+        src.write_text("The stopped-daemon note\n")
+        proc = subprocess.run(["cp", str(src), "late.md"], capture_output=True, text=True, timeout=120,
+                              preexec_fn=lambda: os.fchdir(inbox), pass_fds=(inbox,))
+        assert proc.returncode != 0 and "Transport endpoint is not connected" in proc.stderr, proc.stderr
+    finally:
+        os.close(inbox)
+        os.kill(daemon, signal.SIGCONT)
+        stop_mount(mount)
