@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -70,6 +71,8 @@ class IngestReport:
             "dated_ahead_latest": self.ahead_latest.isoformat() if self.ahead_latest else None,
         }
 
+
+NARROW_LOAD = 2000  # keys (source ids and ids) of one table in a batch up to which _Known reads only theirs
 
 _COLUMNS = {
     "rid": "BIGINT", "id": "VARCHAR", "version": "INTEGER", "org": "VARCHAR", "workspace": "VARCHAR",
@@ -154,26 +157,56 @@ def write_records(
         raise disk_full(store.path, str(exc).splitlines()[0][:200]) from None
 
 
+def _ids_written(schema: str, accepted: list[tuple[tuple[str, str], MemoryRecord, int, int]]) -> dict[str, set[str]]:
+    """table -> the memory ids this write gives a version, in one partition (query/currentness.rebuild_heads)."""
+    out: dict[str, set[str]] = {}
+    for (where, table), rec, _version, _index in accepted:
+        if where == schema:
+            out.setdefault(table, set()).add(rec.id)
+    return out
+
+
 class _Known:
     """What the store (and the batch so far) holds, per (schema, table): source_id -> memory id, and
-    memory id -> its versions. Loaded once per table the batch touches."""
+    memory id -> its versions. Loaded once per table the batch touches: for a batch of at most
+    NARROW_LOAD records of that table, only the rows its source ids and memory ids name (one fact
+    written into 30k facts read all 30k rows, ~70 ms, on every `inbox/` write)."""
 
-    def __init__(self, cur: Cursor) -> None:
+    def __init__(self, cur: Cursor, batch: Iterable[MemoryRecord] = ()) -> None:
         self.cur = cur
         self.loaded: set[tuple[str, str]] = set()
         self.source: dict[tuple[str, str, str], str] = {}
         self.memories: dict[tuple[str, str, str], MemoryVersions] = {}
+        self.keys: dict[str, tuple[set[str], set[str]]] = {}  # table -> (source ids, ids) of the batch
+        for rec in batch:
+            sources, ids = self.keys.setdefault(rec.table, (set(), set()))
+            sources.add(rec.source_id)
+            ids.add(rec.id)
 
     def load(self, schema: str, table: str) -> None:
         if (schema, table) in self.loaded:
             return
         self.loaded.add((schema, table))
-        rows = self.cur.execute(
-            f"SELECT source_id, id, version, content_hash, created_at FROM {schema}.{table} ORDER BY version, rid"
-        ).fetchall()
+        columns = f"SELECT source_id, id, version, content_hash, created_at FROM {schema}.{table}"
+        order = "ORDER BY version, rid"
+        sources, ids = self.keys.get(table, (set(), set()))
+        if not sources or len(sources) + len(ids) > NARROW_LOAD:
+            self._add(schema, table, self.cur.execute(f"{columns} {order}").fetchall(), sources=True)
+            return
+        by_source = self.cur.execute(
+            f"{columns} WHERE source_id IN (SELECT unnest(?::VARCHAR[])) {order}", [sorted(sources)]).fetchall()
+        self._add(schema, table, by_source, sources=True, versions=False)
+        named = ids | {str(row[1]) for row in by_source}
+        self._add(schema, table, self.cur.execute(
+            f"{columns} WHERE id IN (SELECT unnest(?::VARCHAR[])) {order}", [sorted(named)]).fetchall())
+
+    def _add(self, schema: str, table: str, rows: list[tuple[Any, ...]], *, sources: bool = False,
+             versions: bool = True) -> None:
         for source_id, mem_id, version, content_hash, created_at in rows:
-            self.source[(schema, table, str(source_id))] = str(mem_id)  # the latest arrival's id
-            self.memory(schema, table, str(mem_id)).add(str(content_hash), int(version), created_at)
+            if sources:
+                self.source[(schema, table, str(source_id))] = str(mem_id)  # the latest arrival's id
+            if versions:
+                self.memory(schema, table, str(mem_id)).add(str(content_hash), int(version), created_at)
 
     def memory(self, schema: str, table: str, mem_id: str) -> MemoryVersions:
         return self.memories.setdefault((schema, table, mem_id), MemoryVersions())
@@ -197,7 +230,7 @@ def _decide(known: _Known, schema: str, rec: MemoryRecord) -> tuple[str, Outcome
 
 def changing(store: Store, batch: list[MemoryRecord]) -> list[MemoryRecord]:
     """The records of `batch` that an ingest would write now (new, or changed); reads only."""
-    known = _Known(store.cursor())
+    known = _Known(store.cursor(), batch)
     out = []
     for rec in batch:
         schema = store.partition(rec.org, rec.workspace)
@@ -212,7 +245,7 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
     now = datetime.now()
     with store.transaction() as cur:
         pending: dict[tuple[str, str], list[dict[str, object]]] = {}
-        known = _Known(cur)
+        known = _Known(cur, batch)
         accepted: list[tuple[tuple[str, str], MemoryRecord, int, int]] = []
         schemas_of: dict[tuple[str, str], str] = {}  # one catalog query per workspace, not per record
         for index, rec in enumerate(batch):
@@ -246,7 +279,7 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
             for target, (path, _) in staged.items():
                 _bulk_insert(cur, target, path)
         for schema in schemas:
-            rebuild_heads(cur, schema)
+            rebuild_heads(cur, schema, _ids_written(schema, accepted))
     if progress:
         progress(report.read)
     return report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -202,3 +203,50 @@ def test_a_batch_looks_up_each_workspace_once(tmp_path, monkeypatch):
         report = write_records(store, records)
     assert report.written == 300
     assert sorted(calls) == [("acme", "w0"), ("acme", "w1"), ("acme", "w2")]
+
+
+def _random_batches(seed: int) -> list[list[dict]]:
+    """Small batches as agents write them: new memories, the same source written again (unchanged, or
+    changed: a new version), a memory id named by a new source, older versions arriving late."""
+    rnd = random.Random(seed)
+    batches = []
+    for step in range(30):
+        batch = []
+        for _ in range(rnd.randint(1, 3)):
+            n = rnd.randint(0, 6)
+            day = f"2026-06-{rnd.randint(1, 28):02d}T10:00:00Z"
+            text = rnd.choice(["first text", "second text", "third text"])
+            if rnd.random() < 0.5:  # a known source keeps its first memory id, whatever id it names later
+                named = {"id": f"named{rnd.randint(0, 6)}"} if rnd.random() < 0.3 else {}
+                batch.append(fact(f"src{n}", f"fact {n}: {text}", created_at=day, **named))
+            elif rnd.random() < 0.5:
+                batch.append(fact(f"new{step}-{n}", f"fact {n}: {text}", id=f"named{n}", created_at=day))
+            else:
+                batch.append(turn(f"s{n % 2}", n, "maya", f"turn {n}: {text}", created_at=day))
+        batches.append(batch)
+    return batches
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_small_batch_reading_only_its_own_rows_decides_as_a_full_read_does(tmp_path, seed, monkeypatch):
+    """_Known reads only the rows a small batch names (its source ids, and the memory ids they lead to):
+    the ids, versions and outcomes it gives are those of reading the whole table."""
+    from recallfs.query import ingest as ingest_module
+    from recallfs.query.ingest_file import ingest_records
+    from recallfs.query.records import parse_record
+
+    def run(path, narrow: int) -> tuple[list, list]:
+        monkeypatch.setattr(ingest_module, "NARROW_LOAD", narrow)
+        reports = []
+        with Store(path) as store:
+            for batch in _random_batches(seed):
+                report = ingest_records(store, [parse_record(o, org="acme", workspace="proj", agent="tester")
+                                                for o in batch], embedder=None)
+                reports.append((report.written, report.unchanged, report.new_versions, report.historical))
+            schema = store.partition("acme", "proj")
+            rows = [store.cursor().execute(
+                f"SELECT source_id, id, version, content FROM {schema}.{t} ORDER BY rid").fetchall()
+                for t in ("facts", "turns")]
+        return reports, rows
+
+    assert run(tmp_path / "narrow.duckdb", 2000) == run(tmp_path / "full.duckdb", 0)
