@@ -15,7 +15,7 @@ from recallfs.query.bm25_memory import POSTINGS, Postings, top_k
 from recallfs.query.bm25_reader import readable_corpus, reader_bm25
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import allowed_rids, by_generation, store_state
+from recallfs.query.derived import allowed_rids, by_table_generation, store_state, table_state
 from recallfs.query.fts_delta import delta_postings
 from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling
@@ -36,7 +36,7 @@ class IndexState:
     max_rid: int  # the table's newest row
 
 
-_STATE: LruCache[tuple[Any, ...], Any] = LruCache(512, generation=by_generation)
+_STATE: LruCache[tuple[Any, ...], Any] = LruCache(512, generation=by_table_generation)
 def index_state(store: Store, schema: str, table: str) -> IndexState:
     def compute() -> IndexState:
         cur = store.cursor()
@@ -46,7 +46,8 @@ def index_state(store: Store, schema: str, table: str) -> IndexState:
         top = cur.execute(f"SELECT coalesce(max(rid), 0) FROM {schema}.{table}").fetchone()
         return IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
 
-    state: IndexState = _STATE.get_or_compute((str(store.path), *store_state(store), schema, table), compute)
+    key = (str(store.path), *table_state(store, schema, table), schema, table)  # its fts_state row and rows
+    state: IndexState = _STATE.get_or_compute(key, compute)
     return state
 
 

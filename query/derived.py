@@ -19,7 +19,7 @@ import numpy as np
 from recallfs.query.caches import LruCache
 from recallfs.query.store import Store
 
-__all__ = ["allowed_rids", "store_state"]
+__all__ = ["allowed_rids", "store_state", "table_state"]
 
 _STORE_TOKENS: weakref.WeakKeyDictionary[Store, int] = weakref.WeakKeyDictionary()
 _NEXT_TOKEN = itertools.count(1)
@@ -42,7 +42,20 @@ def by_generation(key: tuple[Any, ...]) -> tuple[Hashable, int]:
     return (key[0], key[1]), int(key[2])
 
 
-_ALLOWED: LruCache[tuple[Any, ...], np.ndarray] = LruCache(128, generation=by_generation)
+def table_state(store: Store, schema: str, table: str) -> tuple[int, int]:
+    """(token, generation) as `store_state`, for what derives from `schema.table` alone: the generation
+    of the last commit that touched that table (Store.table_generation), so that a write elsewhere
+    leaves it valid."""
+    return store_state(store)[0], store.table_generation(schema, table)
+
+
+def by_table_generation(key: tuple[Any, ...]) -> tuple[Hashable, int]:
+    """LruCache's `generation` for keys that start `(str(store.path), *table_state(store, schema, table),
+    schema, table, ...)`: each table's entries are superseded by its own newer generation only."""
+    return (key[0], key[1], key[3], key[4]), int(key[2])
+
+
+_ALLOWED: LruCache[tuple[Any, ...], np.ndarray] = LruCache(128, generation=by_table_generation)
 
 
 def allowed_rids(store: Store, schema: str, table: str, where: str, params: list[object]) -> np.ndarray:
@@ -54,4 +67,7 @@ def allowed_rids(store: Store, schema: str, table: str, where: str, params: list
         rids.setflags(write=False)  # shared between threads and callers
         return rids
 
-    return _ALLOWED.get_or_compute((str(store.path), *store_state(store), schema, table, where, repr(params)), compute)
+    # The clause reads this table's rows and heads, and the policies (a commit that may change those
+    # touches every table): a write to another table leaves the answer as it was.
+    key = (str(store.path), *table_state(store, schema, table), schema, table, where, repr(params))
+    return _ALLOWED.get_or_compute(key, compute)

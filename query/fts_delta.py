@@ -22,7 +22,7 @@ import numpy as np
 from recallfs.query.bm25_memory import K1, B, Postings
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import by_generation, store_state
+from recallfs.query.derived import by_table_generation, table_state
 from recallfs.query.store import Store
 
 # A table of this many rows or fewer is rebuilt by every ingest (about 0.1 s). It was 50,000 (about 2 s),
@@ -81,11 +81,11 @@ def _indexed_df(cur: Cursor, fts: str, terms: list[str]) -> np.ndarray:
     return np.array([float(rows.get(t, 0)) for t in terms], dtype=np.float64)
 
 
-_DELTAS: LruCache[tuple[Any, ...], Postings] = LruCache(48, generation=by_generation)
+_DELTAS: LruCache[tuple[Any, ...], Postings] = LruCache(48, generation=by_table_generation)
 
 
 def delta_postings(store: Store, schema: str, table: str, fts: str, watermark: int) -> Postings:
-    """load_delta(), once per store generation."""
-    key = (str(store.path), *store_state(store), schema, table, watermark)
+    """load_delta(), once per generation of the table (derived.table_state)."""
+    key = (str(store.path), *table_state(store, schema, table), schema, table, watermark)
     found: Postings = _DELTAS.get_or_compute(key, lambda: load_delta(store.cursor(), schema, table, fts, watermark))
     return found

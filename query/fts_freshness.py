@@ -97,7 +97,7 @@ def rebuild_fts(store: Store, stale: Iterable[StaleIndex]) -> None:
     todo = sorted({(s.schema, s.table) for s in stale})
     if not todo:
         return
-    with store.transaction() as cur:
+    with store.transaction(touches={f"{schema}.{table}" for schema, table in todo}) as cur:
         for schema, table in todo:
             build_fts(cur, schema, table)
 

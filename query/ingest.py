@@ -243,7 +243,8 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
     report = IngestReport()
     report.read = len(batch)
     now = datetime.now()
-    with store.transaction() as cur:
+    touched: set[str] = set()  # read at the commit: the tables given rows (and heads) below
+    with store.transaction(touches=touched) as cur:
         pending: dict[tuple[str, str], list[dict[str, object]]] = {}
         known = _Known(cur, batch)
         accepted: list[tuple[tuple[str, str], MemoryRecord, int, int]] = []
@@ -274,6 +275,7 @@ def _write(store: Store, batch: list[MemoryRecord], progress: Callable[[int], No
         report.ahead, report.ahead_latest = dated_ahead((rec.created_at for _, rec, _, _ in accepted),
                                                         datetime.now(UTC).replace(tzinfo=None))
         schemas = {schema for schema, _ in pending}
+        touched.update(f"{schema}.{table}" for schema, table in pending)
         with _staged(pending) as staged:
             _check_space(cur, store, sum(n for _, n in staged.values()), schemas)
             for target, (path, _) in staged.items():

@@ -104,7 +104,7 @@ def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str
         raise IndexRefreshError(_not_indexed(store, report, f"{diskspace.size(free)} free, rebuilding the "
                                                             f"index needs about {diskspace.size(need)}"))
     try:
-        with store.transaction() as tx:
+        with store.transaction(touches={f"{schema}.{table}" for schema, table in tables}) as tx:
             for schema, table in tables:
                 build_fts(tx, schema, table)
     except (duckdb.Error, OSError) as exc:

@@ -20,7 +20,7 @@ from recallfs.query.bm25_memory import POSTINGS
 from recallfs.query.bm25_query import Clause, fts_schema, index_state, table_bm25
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
-from recallfs.query.derived import allowed_rids, by_generation, store_state
+from recallfs.query.derived import allowed_rids, by_table_generation, table_state
 from recallfs.query.fts_delta import delta_postings
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.stopwords import STOPWORDS
@@ -152,7 +152,7 @@ def score_indexed(
 # asks the lexical arm twice for a table (its hits, then calibrated evidence for the floor), and another
 # caller's same query needs only its own scope applied. Bounded by bytes: a short prefix can match most rows.
 _FRESH: LruCache[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = LruCache(
-    32 << 20, weigh=lambda v: int(v[0].nbytes + v[1].nbytes), generation=by_generation)
+    32 << 20, weigh=lambda v: int(v[0].nbytes + v[1].nbytes), generation=by_table_generation)
 
 
 def _search_fresh(
@@ -183,8 +183,8 @@ def _search_fresh(
         matched.setflags(write=False)
         return rids, matched
 
-    rids, matched = _FRESH.get_or_compute((str(store.path), *store_state(store), schema, table, tuple(terms), floor),
-                                          compute)
+    key = (str(store.path), *table_state(store, schema, table), schema, table, tuple(terms), floor)
+    rids, matched = _FRESH.get_or_compute(key, compute)
     keep = np.isin(rids, allowed_rids(store, schema, table, where, params))
     rids, matched = rids[keep], matched[keep]
     best = np.lexsort((-rids, -matched))[:limit]  # most terms first, then the newest row

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -129,6 +129,10 @@ class Store:
         self._opened: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
         self.epoch = 0  # bumped on every reopen: a thread's cursor from an older epoch is replaced
         self.generation = 0  # bumped on every committed change (and reopen); caches key on it
+        # The generation of the last commit that may have changed what is derived from one table (its
+        # rows, heads, index or vectors), for caches of one table: a write of one fact keeps the turns'.
+        self._table_changed: dict[str, int] = {}  # "schema.table" -> generation
+        self._all_changed = 0  # the last commit (or reopen) that did not say which tables it touched
         self.health = StoreHealth()
         # Why this store may lack the newest writes, for recall to say so: set by whoever keeps it in step
         # (a replica whose lake is unreachable, query/backend.py); None when it is current.
@@ -231,6 +235,7 @@ class Store:
             self._partitions.clear()
             self.epoch += 1
             self.generation += 1
+            self._all_changed = self.generation
 
     def consistent(self, fn: Callable[[], T]) -> T:
         """Run `fn` (a read, or an idempotent write); if the database was invalidated while it ran,
@@ -252,10 +257,17 @@ class Store:
             self.recover()
         return self.epoch != epoch
 
+    def table_generation(self, schema: str, table: str) -> int:
+        """The generation of the last commit that may have changed what derives from `schema.table`."""
+        return max(self._all_changed, self._table_changed.get(f"{schema}.{table}", 0))
+
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
+    def transaction(self, touches: Collection[str] | None = None) -> Iterator[Cursor]:
         """One writer at a time inside this process; all or nothing. Refused (StoreError) once the path
-        no longer names the file this store opened."""
+        no longer names the file this store opened. `touches`: the "schema.table" names whose rows,
+        heads, full-text index or vectors the transaction may change, read at the commit (a writer may
+        add to it as it goes); None (the default, and the safe answer): it may change anything, policies
+        included."""
         with self._write_lock:
             gone = self.file.problem()
             if gone is not None:
@@ -275,6 +287,10 @@ class Store:
                 raise
             cur.execute("COMMIT")
             self.generation += 1
+            if touches is None:
+                self._all_changed = self.generation
+            else:
+                self._table_changed.update((name, self.generation) for name in touches)
             self.health.wal_stuck = fold_wal(cur, self.path)
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.caches import LruCache
-from recallfs.query.derived import by_generation, store_state
+from recallfs.query.derived import by_table_generation, table_state
 from recallfs.query.gate import authorize_in_store
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall_scope import Scope
@@ -81,8 +81,9 @@ def _step(order: TurnOrder, at: np.ndarray, forward: np.ndarray) -> np.ndarray:
 
 def turn_order(scope: Scope) -> TurnOrder:
     """The partition's order, from the cache while the store's generation holds."""
-    return _ORDER.get_or_compute((str(scope.store.path), *store_state(scope.store), scope.schema),
-                                 lambda: _derive(scope))
+    # the turns' rows and heads alone: a write of facts or summaries leaves it as it was
+    key = (str(scope.store.path), *table_state(scope.store, scope.schema, "turns"), scope.schema, "turns")
+    return _ORDER.get_or_compute(key, lambda: _derive(scope))
 
 
 def _derive(scope: Scope) -> TurnOrder:
@@ -102,4 +103,4 @@ def _derive(scope: Scope) -> TurnOrder:
     return TurnOrder(arrays["after"], arrays["before"], arrays["speaker"])
 
 
-_ORDER: LruCache[tuple[Any, ...], TurnOrder] = LruCache(64, generation=by_generation)
+_ORDER: LruCache[tuple[Any, ...], TurnOrder] = LruCache(64, generation=by_table_generation)

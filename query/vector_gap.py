@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.caches import LruCache
-from recallfs.query.derived import allowed_rids, by_generation, store_state
+from recallfs.query.derived import allowed_rids, by_table_generation, table_state
 from recallfs.query.store import Store
 from recallfs.query.window_index import TableIndex
 
@@ -30,7 +30,7 @@ class VectorGap:
     readable: int  # readable rows of the table (in the recall's scope)
 
 
-_GAPS: LruCache[tuple[Any, ...], VectorGap] = LruCache(256, generation=by_generation)
+_GAPS: LruCache[tuple[Any, ...], VectorGap] = LruCache(256, generation=by_table_generation)
 
 
 def vector_gap(store: Store, schema: str, table: str, where: str, params: list[object],
@@ -45,7 +45,7 @@ def vector_gap(store: Store, schema: str, table: str, where: str, params: list[o
         held = embedded[pos] == allowed if len(embedded) else np.zeros(len(allowed), dtype=bool)
         return VectorGap(int(len(allowed) - np.count_nonzero(held)), len(allowed))
 
-    key = (str(store.path), *store_state(store), schema, table, where, repr(params), index.ntotal)
+    key = (str(store.path), *table_state(store, schema, table), schema, table, where, repr(params), index.ntotal)
     return _GAPS.get_or_compute(key, compute)
 
 

@@ -151,7 +151,7 @@ def _embed_windows(
     # 0, 1, ... within each row: position in the flat list less where the row's windows start
     chunks = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
     matrix = embedder.embed(flat, progress=progress)
-    with store.transaction() as tx:
+    with store.transaction(touches={f"{schema}.{table}"}) as tx:
         write_vectors(tx, schema, table, embedder.model_id, chunk_rids, matrix, chunks)
     return len(flat)
 
