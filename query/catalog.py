@@ -101,20 +101,34 @@ class Catalog:
     def _build(self, generation: int, schema: str) -> Readable:
         """Two queries per table carrying the gate's `scope_clause` (current rows, and every version), plus
         one plain query for the metadata. Small queries with list parameters or the policy predicate cost
-        tens of milliseconds each in DuckDB, and a walk of the tree would issue thousands of them."""
+        tens of milliseconds each in DuckDB, and a walk of the tree would issue thousands of them.
+
+        A table that no commit touched since the last build (Store.table_generation), read with the same
+        clauses, keeps its part: one fact written at 100k memories rebuilt the 65k turns' (0.4 s)."""
         cur = self.store.cursor()
+        older = self._readable if self._readable is not None and self._readable.schema == schema else None
         current: dict[str, frozenset[int]] = {}
         readable: dict[str, frozenset[int]] = {}
         rows: dict[str, list[Meta]] = {}
+        made_with: dict[str, tuple[Any, ...]] = {}
         for table in MEMORY_TABLES:
-            for only, out in ((True, current), (False, readable)):
-                where, params = reader_scope_clause(self.store, self.principal, schema, None, current_only=only)
+            clauses = [reader_scope_clause(self.store, self.principal, schema, None, current_only=only)
+                       for only in (True, False)]
+            made_with[table] = (self.store.table_generation(schema, table), repr(clauses))
+            if older is not None and older.made_with.get(table) == made_with[table]:
+                current[table], readable[table], rows[table] = (older.current[table], older.readable[table],
+                                                                older.rows[table])
+                continue
+            for (where, params), out in zip(clauses, (current, readable), strict=True):
                 out[table] = frozenset(int(r[0]) for r in cur.execute(
                     f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchall())
             rows[table] = [_meta(table, row) for row in cur.execute(
                 f"SELECT {', '.join(META_COLUMNS)} FROM {schema}.{table} ORDER BY created_at DESC, rid DESC"
             ).fetchall() if int(row[0]) in readable[table]]
-        return Readable(generation, schema, current, readable, rows)
+        built = Readable(generation, schema, current, readable, rows, made_with=made_with)
+        if older is not None:
+            built.carry_from(older, {t for t in MEMORY_TABLES if older.made_with.get(t) == made_with[t]})
+        return built
 
     def load(self, cat: Readable, table: str, rids: Sequence[int], *, current_only: bool = True) -> list[Row]:
         """Content for the rids `cat` (the gate's answer) allows, in the order of `rids`."""

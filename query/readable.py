@@ -62,6 +62,16 @@ class Changed:
     tags: frozenset[str] = frozenset()
 
 
+# The groupings that derive from some tables alone, and those tables (the others span every table, or
+# hold what a write elsewhere changes, such as lineage).
+MEMO_TABLES: dict[str, frozenset[str]] = {
+    "current:facts": frozenset({"facts"}), "current:summaries": frozenset({"summaries"}),
+    "current:turns": frozenset({"turns"}), "kinds": frozenset({"facts"}), "tags": frozenset({"facts"}),
+    "entities": frozenset({"facts"}), "facts_by_id": frozenset({"facts"}),
+    "sessions": frozenset({"summaries", "turns"}),
+}
+
+
 def group(metas: Iterable[Meta], key: Callable[[Meta], Iterable[str]]) -> dict[str, list[Meta]]:
     groups: dict[str, list[Meta]] = {}
     for m in metas:
@@ -80,12 +90,21 @@ class Readable:
     readable: dict[str, frozenset[int]]  # table -> rids readable, every version
     rows: dict[str, list[Meta]]  # table -> readable rows, newest first
     memo: dict[str, Any] = field(default_factory=dict)  # groupings derived from the rows, built once
+    # What each table's part was read with: (its table generation, the gate's clauses); a later build
+    # whose table has the same keeps that part and its groupings (query/catalog.py).
+    made_with: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def derived(self, name: str, build: Callable[[], T]) -> T:
         """A grouping of these rows, computed on first use (two threads may both compute it: harmless)."""
         if name not in self.memo:
             self.memo[name] = build()
         return self.memo[name]  # type: ignore[no-any-return]
+
+    def carry_from(self, older: Readable, same: set[str]) -> None:
+        """Take the groupings of `older` that derive from the tables in `same` alone (their parts equal)."""
+        for name, tables in MEMO_TABLES.items():
+            if name in older.memo and tables <= same:
+                self.memo[name] = older.memo[name]
 
     def current_rows(self, table: str) -> list[Meta]:
         return self.derived(f"current:{table}", lambda: [m for m in self.rows[table] if m.rid in self.current[table]])
