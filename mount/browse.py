@@ -149,8 +149,13 @@ class Browser:
         return out
 
     # -- change sets (for kernel invalidation after an ingest) -----------------------------------------
-    def heads(self) -> set[int]:
+    def heads(self) -> Any:
+        """The current versions now, to diff after a write (`heads_changed_since`); opaque here."""
         return self.reader.heads()
+
+    def heads_changed_since(self, before: Any) -> set[int]:
+        """The rids whose currentness changed since `heads()` answered `before`."""
+        return self.reader.heads_changed_since(before)
 
     def deps_of(self, rids: Iterable[int]) -> set[Dep]:
         """What changed, as invalidation tags: the ids, sessions, entities, kinds and tags of these rows,

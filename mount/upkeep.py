@@ -112,9 +112,8 @@ class Upkeep:
                 if self.store.generation != generation:
                     await self._invalidate_changes(before, getattr(result, "written_rids", {}), also)
 
-    async def _invalidate_changes(self, before: set[int], written: dict[str, Any], also: Sequence[Upkeep]) -> None:
-        after = await self.run(self.browser.heads)
-        changed: set[int] = before ^ after
+    async def _invalidate_changes(self, before: Any, written: dict[str, Any], also: Sequence[Upkeep]) -> None:
+        changed: set[int] = await self.run(self.browser.heads_changed_since, before)
         for rids in written.values():
             changed.update(rids)
         deps = await self.run(self.browser.deps_of, changed)

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from recallfs.query.gate import reader_scope_clause
 from recallfs.query.labels import label, label_forms
 from recallfs.query.lineage import Lineage, Ref, partition_links
@@ -180,12 +182,18 @@ class Catalog:
         return rows[0] if rows else None
 
     # -- change sets (what a write touched) ------------------------------------------------------
-    def heads(self) -> set[int]:
-        """The rids of every current version (all principals: a change set is diffed, not shown)."""
+    def heads(self) -> np.ndarray:
+        """The sorted rids of every current version (all principals: a change set is diffed, not shown).
+        An array: a set of 100k Python ints cost ~50 ms twice per write, the array ~3 ms."""
         schema = self.schema()
         if schema is None:
-            return set()
-        return {int(r[0]) for r in self.store.cursor().execute(f"SELECT rid FROM {schema}.heads").fetchall()}
+            return np.zeros(0, dtype=np.int64)
+        rids = self.store.cursor().execute(f"SELECT rid FROM {schema}.heads").fetchnumpy()["rid"]
+        return np.sort(np.asarray(rids, dtype=np.int64))
+
+    def heads_changed_since(self, before: np.ndarray) -> set[int]:
+        """The rids current in exactly one of `before` (an earlier `heads()`) and now."""
+        return set(np.setxor1d(before, self.heads(), assume_unique=True).tolist())
 
     def changed(self, rids: Iterable[int]) -> Changed:
         """The ids, sessions, entities, kinds and tags of these rows."""
