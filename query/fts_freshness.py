@@ -94,7 +94,12 @@ def stale_fts(store: Store, *, schemas: Iterable[str] | None = None, deferred: b
 
 def rebuild_fts(store: Store, stale: Iterable[StaleIndex]) -> None:
     """Rebuild these indexes in one transaction (raises what DuckDB raises)."""
-    todo = sorted({(s.schema, s.table) for s in stale})
+    rebuild_tables(store, sorted({(s.schema, s.table) for s in stale}))
+
+
+def rebuild_tables(store: Store, tables: Iterable[tuple[str, str]]) -> None:
+    """Rebuild the indexes of these (schema, table) pairs in one transaction that names them."""
+    todo = list(tables)
     if not todo:
         return
     with store.transaction(touches={f"{schema}.{table}" for schema, table in todo}) as cur:

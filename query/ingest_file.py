@@ -17,10 +17,9 @@ import duckdb
 
 from recallfs.query import diskspace
 from recallfs.query.cursor import Cursor
-from recallfs.query.fts_freshness import record_repairs, stale_fts
+from recallfs.query.fts_freshness import rebuild_tables, record_repairs, stale_fts
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
-from recallfs.query.lexical import build_fts
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
 
@@ -104,9 +103,7 @@ def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str
         raise IndexRefreshError(_not_indexed(store, report, f"{diskspace.size(free)} free, rebuilding the "
                                                             f"index needs about {diskspace.size(need)}"))
     try:
-        with store.transaction(touches={f"{schema}.{table}" for schema, table in tables}) as tx:
-            for schema, table in tables:
-                build_fts(tx, schema, table)
+        rebuild_tables(store, tables)
     except (duckdb.Error, OSError) as exc:
         if not diskspace.is_disk_full(exc):
             raise

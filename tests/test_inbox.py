@@ -35,6 +35,12 @@ def mounted(tmp_path_factory: pytest.TempPathFactory):
     stop_mount(mount)
 
 
+def run_python(script: str, path: Path) -> None:
+    """Run `script` with `path` as its argument; it must succeed."""
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
 def counts(mount: Mount) -> dict:
     return json.loads(mount.cli("status", "--store", str(mount.store), "--json").stdout)["workspaces"]
 
@@ -488,9 +494,7 @@ def test_a_writer_that_hands_its_file_to_a_command_and_closes_its_copy_stores_wh
               "p = subprocess.Popen(['sh', '-c', 'echo The handed-lynx note starts; sleep 1; echo and ends'], "
               "stdout=f)\n"
               "f.close(); sys.exit(p.wait())")
-    proc = subprocess.run([sys.executable, "-c", script, str(mounted.path / "inbox" / "handed.md")],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    run_python(script, mounted.path / "inbox" / "handed.md")
     assert wait_until(lambda: bool(facts_named(mounted, "handed-lynx")))
     found = facts_named(mounted, "handed-lynx")
     assert len(found) == 1, found
@@ -519,9 +523,7 @@ def test_a_killed_child_left_unreaped_does_not_refuse_its_parents_file(mounted: 
               "assert open(f'/proc/{child.pid}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z'\n"
               "with open(sys.argv[1], 'w') as fh: fh.write('The zombie-kestrel hunts over the dunes')\n"
               "child.wait()\n")
-    proc = subprocess.run([sys.executable, "-c", script, str(mounted.path / "inbox" / "zombie.md")],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    run_python(script, mounted.path / "inbox" / "zombie.md")
     assert len(facts_named(mounted, "zombie-kestrel")) == 1
 
 
