@@ -90,7 +90,7 @@ class Browser:
 
     def _root(self, cat: Readable | None, status: dict[str, Any]) -> Listing:
         return Listing([
-            Entry("index.md", Kind.INDEX, content=blob(self.index_bytes(cat, status)), deps=frozenset({INDEX_DEP})),
+            Entry("index.md", Kind.INDEX, content=blob(self.index_bytes(cat, status)), deps=(INDEX_DEP,)),
             directory("facts", Kind.FACTS), directory("sessions", Kind.SESSIONS),
             directory("entities", Kind.ENTITIES), directory("history", Kind.HISTORY),
             directory("recall", Kind.RECALL), directory("inbox", Kind.INBOX),

@@ -6,7 +6,9 @@
   gives them back and a node with none left is dropped (structural directories stay pinned).
 - `dentries` remembers which (parent, name) -> inode bindings the kernel may have cached, so that an
   ingest can invalidate exactly the ones whose meaning changed.
-- Attributes are built once per node, in `make_attr`, the one place that sets timeouts.
+- Attributes are built on each request from the node's own fields, in `make_attr`, the one place that
+  sets timeouts: a walk of 100k memories holds ~360k nodes, and a stored EntryAttributes per node was
+  ~200 bytes of each node's ~760 (issue 13's peak RSS).
 - `listed` remembers the directories whose listing the kernel may cache (it keeps listings: the daemon
   declines opendir, mount/serving.py) and what each listing depends on (`listing_deps`), so that an
   ingest can drop exactly the cached listings it changed.
@@ -24,7 +26,7 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.entries import INDEX_DEP, RECALL_DEP, Content, Dep, Entry, RecallSnapshot
+from recallfs.mount.entries import INDEX_DEP, RECALL_DEP, Content, Dep, Deps, Entry, RecallSnapshot
 from recallfs.mount.paths import KINDS, Kind
 
 _UID, _GID = os.getuid(), os.getgid()
@@ -40,14 +42,16 @@ class Node:
     kind: Kind
     params: dict[str, Any]
     key: tuple[Any, ...]
-    attr: pyfuse3.EntryAttributes
+    mtime: datetime | None = None  # the entry's; none: the mount's start
     content: Content | None = None
     target: bytes | None = None
-    deps: frozenset[Dep] = frozenset()
+    deps: Deps = ()
     lookups: int = 0
     pinned: bool = False
     snapshot: RecallSnapshot | None = None  # a recall directory's run
     listed: list[Entry] | None = None  # the listing the last readdir pass started with (mount/serving.py)
+    touched_ns: int = 0  # a later mtime, given when the kernel is told to drop this directory's listing
+    no_entry_cache: bool = False  # the kernel must look this name up again on every use
 
     @property
     def is_dir(self) -> bool:
@@ -60,16 +64,16 @@ def _ns(when: datetime | None, default_ns: int) -> int:
     return int(when.timestamp() * 1e9)
 
 
-def make_attr(ino: int, entry: Entry, recall_ttl: float, default_ns: int) -> pyfuse3.EntryAttributes:
+def make_attr(node: Node, recall_ttl: float, default_ns: int) -> pyfuse3.EntryAttributes:
     attr = pyfuse3.EntryAttributes()
-    attr.st_ino = ino
+    attr.st_ino = node.ino
     attr.generation = 0
-    if entry.content is not None:
+    if node.content is not None:
         attr.st_mode = stat.S_IFREG | 0o444
-        attr.st_size = entry.content.size
-    elif entry.target is not None:
+        attr.st_size = node.content.size
+    elif node.target is not None:
         attr.st_mode = stat.S_IFLNK | 0o777
-        attr.st_size = len(os.fsencode(entry.target))
+        attr.st_size = len(node.target)
     else:
         attr.st_mode = stat.S_IFDIR | 0o555
         attr.st_size = 0
@@ -79,14 +83,14 @@ def make_attr(ino: int, entry: Entry, recall_ttl: float, default_ns: int) -> pyf
     attr.st_gid = _GID
     attr.st_blksize = 4096
     attr.st_blocks = (attr.st_size + 511) // 512
-    ns = _ns(entry.mtime, default_ns)
+    ns = max(_ns(node.mtime, default_ns), node.touched_ns)
     attr.st_atime_ns = attr.st_mtime_ns = attr.st_ctime_ns = ns
-    timeout = recall_ttl if KINDS[entry.kind].recall else LONG_TIMEOUT
+    timeout = recall_ttl if KINDS[node.kind].recall else LONG_TIMEOUT
     # recall/.results/<q> names a new run (a new inode) after each write: rather than have an ingest tell
     # the kernel to drop each such name (invalidate_entry waits for the directory's lock, held by every
     # lookup that is running a recall there: 8 readers of distinct queries made a 20-row ingest take
     # 29 s instead of 1.3), the kernel asks again on every use, and the daemon answers from its run cache.
-    attr.entry_timeout = 0 if entry.kind is Kind.QUERY else timeout
+    attr.entry_timeout = 0 if node.kind is Kind.QUERY or node.no_entry_cache else timeout
     attr.attr_timeout = timeout
     return attr
 
@@ -97,18 +101,18 @@ _LISTED_BY: dict[Kind, str] = {Kind.KIND: "kind", Kind.TAG: "tag", Kind.SESSION:
 _NEVER_CHANGE = frozenset({Kind.QUERY, Kind.RESULTS})  # a recall run is fixed per inode; .results/ lists nothing
 
 
-def listing_deps(kind: Kind, params: dict[str, Any]) -> frozenset[Dep]:
+def listing_deps(kind: Kind, params: dict[str, Any]) -> Deps:
     """What a directory's listing depends on. The root and the top-level lists (facts/, sessions/,
     entities/, history/, by-kind/, by-tag/) change with any store change, which always carries INDEX_DEP
     (browse.deps_of); recall/ lists the recent queries, which a recall lookup changes too (MountOps)."""
     if kind in _NEVER_CHANGE:
-        return frozenset()
+        return ()
     if kind is Kind.RECALL:
-        return frozenset({RECALL_DEP})
+        return (RECALL_DEP,)
     key = _LISTED_BY.get(kind)
     if key is not None:
-        return frozenset({(key, str(params[key]))})
-    return frozenset({INDEX_DEP})
+        return ((key, str(params[key])),)
+    return (INDEX_DEP,)
 
 
 def identity(entry: Entry) -> tuple[Any, ...]:
@@ -133,7 +137,7 @@ class InodeTable:
         self.nodes: dict[int, Node] = {}
         self.by_key: dict[tuple[Any, ...], Node] = {}
         self.dentries: dict[tuple[int, str], int] = {}
-        self.listed: dict[int, frozenset[Dep]] = {}  # directory inode -> what its cached listing depends on
+        self.listed: dict[int, Deps] = {}  # directory inode -> what its cached listing depends on
         self.recall_ino: int | None = None  # recall/, once looked up: its listing changes with each new query
         self.runs_held = 0  # recall run directories (recall/.results/<q>) the kernel holds: Upkeep.prune_runs
         self._next = first_ino  # views of one mount (--map-uid) number their inodes in disjoint ranges
@@ -141,13 +145,14 @@ class InodeTable:
         # caller, so names below the root must be looked up again on every use (entry timeout 0) to
         # reach the caller's own view. Everything below them is reached only through its own view.
         self.shared_root = shared_root
-        root = Entry("", Kind.ROOT)
-        self.root = Node(pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE, "", (), Kind.ROOT, {}, ("root",),
-                         make_attr(pyfuse3.ROOT_INODE, root, recall_ttl, self.started_ns), pinned=True)
+        self.root = Node(pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE, "", (), Kind.ROOT, {}, ("root",), pinned=True)
         self.nodes[self.root.ino] = self.root
 
     def get(self, ino: int) -> Node | None:
         return self.nodes.get(ino)
+
+    def attr(self, node: Node) -> pyfuse3.EntryAttributes:
+        return make_attr(node, self.recall_ttl, self.started_ns)
 
     def node_for(self, parent: Node, entry: Entry) -> Node:
         """The node for `entry` below `parent`: the existing one when its identity is unchanged."""
@@ -164,16 +169,17 @@ class InodeTable:
             # only directories need their path (to resolve names below them)
             ino=ino, parent=parent.ino, name=entry.name, kind=entry.kind,
             parts=(*parent.parts, entry.name) if entry.is_dir else (),
-            params=entry.params, key=key, attr=make_attr(ino, entry, self.recall_ttl, self.started_ns),
-            content=entry.content, target=os.fsencode(entry.target) if entry.target is not None else None,
+            params=entry.params, key=key, mtime=entry.mtime, content=entry.content,
+            target=os.fsencode(entry.target) if entry.target is not None else None,
             deps=entry.deps, pinned=KINDS[entry.kind].fixed,
+            # Several views share the root inode: the kernel's (root, name) dentries are shared by every
+            # caller, so names below the root must be looked up again to reach the caller's own view.
+            no_entry_cache=self.shared_root and parent.ino == pyfuse3.ROOT_INODE,
         )
         if entry.kind is Kind.RECALL:
             self.recall_ino = ino
         elif entry.kind is Kind.QUERY:
             self.runs_held += 1
-        if self.shared_root and parent.ino == pyfuse3.ROOT_INODE:
-            node.attr.entry_timeout = 0
         self.nodes[ino] = node
         self.by_key[key] = node
         return node
@@ -213,9 +219,9 @@ class InodeTable:
         stale: list[tuple[int, str]] = []
         for (parent, name), ino in list(self.dentries.items()):
             node = self.nodes.get(ino)
-            if node is not None and node.attr.entry_timeout == 0:
+            if node is not None and (node.kind is Kind.QUERY or node.no_entry_cache):
                 continue  # the kernel keeps no such name: it looks it up again on every use
-            if node is None or node.deps & wanted:
+            if node is None or not wanted.isdisjoint(node.deps):
                 stale.append((parent, name))
                 del self.dentries[(parent, name)]
         return stale
@@ -229,7 +235,7 @@ class InodeTable:
         """The directories whose cached listing depends on any of `deps`; forgotten here (the next
         readdir marks them again), and the caller tells the kernel to drop their listings."""
         wanted = set(deps)
-        stale = [ino for ino, needs in self.listed.items() if needs & wanted]
+        stale = [ino for ino, needs in self.listed.items() if not wanted.isdisjoint(needs)]
         self.forget_listings(stale)
         return stale
 
@@ -243,8 +249,7 @@ class InodeTable:
             self.listed.pop(ino, None)
             node = self.nodes.get(ino)
             if node is not None:
-                ns = max(now, node.attr.st_mtime_ns + 1)
-                node.attr.st_mtime_ns = node.attr.st_ctime_ns = ns
+                node.touched_ns = max(now, _ns(node.mtime, self.started_ns) + 1, node.touched_ns + 1)
 
     def __len__(self) -> int:
         return len(self.nodes)

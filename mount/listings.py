@@ -32,7 +32,7 @@ def finish(entries: list[Entry], rows: dict[ContentKey, bytes], truncated: tuple
     if truncated is not None:
         entries.append(Entry(TRUNCATED_NAME, Kind.TRUNCATED,
                              content=blob(render.render_truncated(truncated[0], truncated[1], where)),
-                             deps=frozenset({INDEX_DEP})))
+                             deps=(INDEX_DEP,)))
     return Listing(entries, rows, truncated)
 
 
@@ -40,7 +40,7 @@ def fact_entries(catalog: Catalog, cat: Readable, metas: Sequence[Meta], out: di
                  ) -> list[Entry]:
     """The files of these current facts; those no listing of this generation rendered yet are loaded and
     rendered (their bytes into `out`)."""
-    return [Entry(known.name, Kind.FACT, content=known.content, mtime=m.created_at, deps=frozenset({("id", m.id)}))
+    return [Entry(known.name, Kind.FACT, content=known.content, mtime=m.created_at, deps=(("id", m.id),))
             for m, known in KnownFiles(cat).load(catalog, metas, out)]
 
 
@@ -49,11 +49,11 @@ def entity_entry(entity: str, rows: Sequence[Row]) -> Entry:
     paths = [f"../facts/{fact_name(r['content'], r['id'])}" for r in rows]
     data = render.render_entity(entity, rows, paths)
     return Entry(encode_value(entity, ".md"), Kind.ENTITY, {"entity": entity}, content=blob(data),
-                 mtime=rows[-1]["created_at"] if rows else None, deps=frozenset({("entity", entity)}))
+                 mtime=rows[-1]["created_at"] if rows else None, deps=(("entity", entity),))
 
 
 def session_listing(session: str, summaries: list[Row], turns: list[Row]) -> Listing:
-    dep = frozenset({("session", session)})
+    dep = (("session", session),)
     entries: list[Entry] = []
     if summaries:
         data = render.render_summary(session, summaries)
@@ -83,7 +83,7 @@ def turns_listing(session: str, rows: list[Row], max_rows: int, files: KnownFile
     truncated = (max_rows, len(rows)) if len(rows) > max_rows else None
     out: dict[ContentKey, bytes] = {}
     entries = []
-    deps = frozenset({("session", session)})
+    deps = (("session", session),)
     names = turn_names(rows)  # names first, so a cut listing keeps the names of the full one
     for row, name in list(zip(rows, names, strict=True))[-max_rows:]:
         content = files.of_row(row, out).content
@@ -103,7 +103,7 @@ def versions_listing(mem_id: str, found: Sequence[tuple[Meta, Known]], rows: dic
         taken.add(name)
         # deps: a newer version (or a link to another memory) changes this one's front matter
         entries.append(Entry(name, Kind.VERSION, content=known.content, mtime=meta.created_at,
-                             deps=frozenset({("id", mem_id)})))
+                             deps=(("id", mem_id),)))
     return finish(entries, rows, None, f"history/{mem_id}/")
 
 

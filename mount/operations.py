@@ -128,7 +128,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         self.inodes.remember(node)
         if node.kind is Kind.QUERY:
             self.upkeep.prune_runs()
-        return node.attr
+        return self.inodes.attr(node)
 
     async def _recall_changed(self, parent: Node, name: str, node: Node) -> None:
         """The kernel drops its listing of recall/, and the listing of the run this name showed before (it
@@ -145,7 +145,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
 
     @boundary()
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
-        return self._node(inode).attr
+        return self.inodes.attr(self._node(inode))
 
     @boundary()
     async def readlink(self, inode: int, ctx: Any = None) -> bytes:
@@ -174,7 +174,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         for position in range(start_id, len(entries)):
             entry = entries[position]
             node = self._materialize(parent, entry)
-            if not pyfuse3.readdir_reply(token, os.fsencode(entry.name), node.attr, position + 1):
+            if not pyfuse3.readdir_reply(token, os.fsencode(entry.name), self.inodes.attr(node), position + 1):
                 self.inodes.discard_if_unused(node)
                 return
             self.inodes.remember(node)  # readdirplus: each accepted entry is a lookup

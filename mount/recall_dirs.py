@@ -84,4 +84,4 @@ class RecallDirs:
                 self.recent.popitem(last=False)
             self.version += 1
         return Entry(name, Kind.QUERY, {"snapshot": cached.sid, "query": query, "result": cached.snapshot},
-                     deps=frozenset({RECALL_DEP}))
+                     deps=(RECALL_DEP,))

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from recallfs.mount import render
-from recallfs.mount.entries import Dep, Entry, RecallSnapshot, blob
+from recallfs.mount.entries import Deps, Entry, RecallSnapshot, blob
 from recallfs.mount.names import describe, encode_value, fact_name, hit_name, slug, turn_name
 from recallfs.mount.paths import Kind
 from recallfs.query.readable import Row
@@ -28,7 +28,7 @@ def snapshot(query: str, result: RecallResult, mountpoint: str = "",
     width = max(2, len(str(result.offset + len(result.hits))))
     # A run's files never change, nor does its listing: a write makes a new run (a new directory inode,
     # which recall/.results/<q> is looked up to on every use), so no binding here is ever stale.
-    deps: frozenset[Dep] = frozenset()
+    deps: Deps = ()
     entries: list[Entry] = []
     if result.entity is not None:
         data = render_card(result.entity, mountpoint)
