@@ -11,7 +11,7 @@ the walk stopping at every BATCH_WINDOW-th directory to wait for it (cold `find`
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import trio
@@ -19,7 +19,7 @@ import trio
 from recallfs.mount import recall_readme
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import Blocking, SingleFlight
-from recallfs.mount.entries import ContentKey, Entry, Listing
+from recallfs.mount.entries import NO_ROWS, ContentKey, Entry, Listing
 from recallfs.mount.inodes import InodeTable, Node
 from recallfs.mount.listings import Batch
 from recallfs.mount.paths import BATCHES, KINDS, RESULTS_DIR, Kind
@@ -72,7 +72,7 @@ class Directories:
         self.batches_ahead = 0  # batches built ahead of a walk
         self.rows_rendered = 0  # memory versions rendered by listings and lookups (each once a generation)
 
-    def install_rows(self, rows: dict[ContentKey, bytes]) -> None:
+    def install_rows(self, rows: Mapping[ContentKey, bytes]) -> None:
         self.rows_rendered += len(rows)
         for key, data in rows.items():
             self.content.put(key, data)
@@ -94,7 +94,7 @@ class Directories:
 
     def _install(self, key: ListingKey, token: Token, listing: Listing) -> None:
         self.install_rows(listing.rows)
-        listing.rows = {}  # the content cache holds them now; the listing cache must not pin them
+        listing.rows = NO_ROWS  # the content cache holds them now; the listing cache must not pin them
         self.listings.put(key, (token, listing))
 
     async def listing(self, node: Node) -> Listing:

@@ -7,9 +7,10 @@ turns them into inodes (mount/inodes.py) and caches (mount/operations.py).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from recallfs.mount.paths import Kind
@@ -64,12 +65,17 @@ class Entry:
         return self.content is None and self.target is None
 
 
+# A cached listing holds neither (a walk of 100k memories caches ~100k listings): shared, never written.
+NO_ROWS: Mapping[ContentKey, bytes] = MappingProxyType({})
+
+
 @dataclass(slots=True)
 class Listing:
     entries: list[Entry]
-    rows: dict[ContentKey, bytes] = field(default_factory=dict)  # re-renderable bytes for the content cache
+    # re-renderable bytes for the content cache
+    rows: Mapping[ContentKey, bytes] = field(default_factory=lambda: NO_ROWS)
     truncated: tuple[int, int] | None = None  # (shown, total)
-    unlisted: list[Entry] = field(default_factory=list)  # found by name, not listed (see RecallSnapshot)
+    unlisted: Sequence[Entry] = ()  # found by name, not listed (see RecallSnapshot)
     _positions: dict[str, int] | None = None
 
     def position(self, name: str) -> int | None:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import pyfuse3
 
-from recallfs.mount.entries import Content, Entry, directory
+from recallfs.mount.entries import NO_ROWS, Content, Entry, Listing, directory
 from recallfs.mount.inodes import LONG_TIMEOUT, InodeTable
 from recallfs.mount.paths import Kind
 
@@ -74,3 +74,8 @@ def test_names_below_a_shared_root_are_looked_up_on_every_use() -> None:
     own = InodeTable(7.0)
     assert own.attr(own.node_for(own.root, directory("facts", Kind.FACTS))).entry_timeout == LONG_TIMEOUT
     assert shared.root.ino == pyfuse3.ROOT_INODE
+
+
+def test_a_cached_listing_holds_no_container_of_its_own_when_empty() -> None:
+    listing = Listing([])
+    assert listing.rows is NO_ROWS and listing.unlisted == ()
