@@ -25,9 +25,24 @@ def _saved(tmp_path: Path, x: np.ndarray) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def small_blocks(monkeypatch):
+@pytest.fixture(autouse=True, params=["float32", "float16"])
+def small_blocks(monkeypatch, request):
     monkeypatch.setattr(flat_vectors, "BLOCK", 64)  # many blocks, and blocks that straddle file and tail
+    # every test again with a saved file that is held in memory as float16 (a large table's)
+    monkeypatch.setattr(flat_vectors, "HALF_RESIDENT_MIN", 1 if request.param == "float16" else 1 << 40)
+
+
+def test_a_large_table_is_held_as_float16_and_read_as_float32(tmp_path, monkeypatch):
+    x = rounded(np.random.default_rng(3).normal(size=(300, DIM)))
+    path = str(_saved(tmp_path, x))
+    monkeypatch.setattr(flat_vectors, "HALF_RESIDENT_MIN", 300)
+    held = FlatVectors.open(path, 1 << 20)
+    assert held._base.dtype == np.float16 and held.on_disk == 0
+    assert held.gather(np.array([5, 299, 5])).dtype == np.float32
+    assert np.array_equal(held.gather(np.array([5, 299, 5])), x[[5, 299, 5]])
+    assert all(block.dtype == np.float32 for block in held.blocks(copy=False))
+    monkeypatch.setattr(flat_vectors, "HALF_RESIDENT_MIN", 301)
+    assert FlatVectors.open(path, 1 << 20)._base.dtype == np.float32
 
 
 @pytest.mark.parametrize("resident_max", [0, 1 << 20])
