@@ -207,13 +207,17 @@ def test_a_started_embedding_keeps_the_errors_of_embed_query(tmp_path):
         faulty.start_query("y").result(None)
 
 
-def test_loading_the_model_imports_no_scikit_learn():
+def test_loading_the_model_imports_no_scikit_learn_nor_scipy():
     """patches/sentence-transformers-6.2.0-lazy-imports.patch: sentence-transformers imports
     scikit-learn only for a sparse Manhattan similarity, which recallfs never asks for; a daemon that
-    loads the model and embeds saves ~1 s of start-up and ~40 MB."""
+    loads the model and embeds saves ~1 s of start-up and ~40 MB. patches/transformers-5.25.0-lazy-
+    scipy.patch: transformers imports SciPy only for detection losses (~40 MB more). The query graph
+    is exported too, as the daemon does (serve_queries)."""
     code = ("import sys; import recallfs.mount.daemon; from recallfs.query.embedder import Embedder; "
-            "e = Embedder(); assert e.wait_ready(300), e.problem; e.embed_query('hello'); "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'sentence_transformers'}))")
+            "import time; e = Embedder(); e.serve_queries(); assert e.wait_ready(300), e.problem; "
+            "t = time.monotonic()\nwhile e.query_path == 'stock' and time.monotonic() < t + 120: time.sleep(0.2)\n"
+            "assert e.query_path == 'onnx', e.query_path; e.embed_query('hello'); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy', 'sentence_transformers'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[-2] == "['sentence_transformers']", out.stdout
