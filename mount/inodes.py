@@ -1,11 +1,13 @@
-"""Inodes: one node per (parent inode, name, content identity), with kernel lookup counts.
+"""Inodes: a node per (parent inode, name, content identity), with kernel lookup counts.
 
 - A node's content never changes. Changed content (a new fact version, a longer transcript, a new
   recall run) is a different identity, so it gets a fresh inode number; numbers are never reused.
 - The kernel holds a node for every successful lookup and every readdir entry it accepted; `forget`
   gives them back and a node with none left is dropped (structural directories stay pinned).
-- `dentries` remembers which (parent, name) -> inode bindings the kernel may have cached, so that an
-  ingest can invalidate exactly the ones whose meaning changed.
+- `by_name` holds, per (parent, name), the node the kernel's binding of that name reaches (or the
+  newest one made there): the same identity under that name finds it again. A node with `bound` set
+  may be cached by the kernel under its name, so that an ingest can invalidate exactly the bindings
+  whose meaning changed. (One dict and one key tuple per node: a walk of 100k memories holds ~360k.)
 - Attributes are built on each request from the node's own fields, in `make_attr`, the one place that
   sets timeouts: a walk of 100k memories holds ~360k nodes, and a stored EntryAttributes per node was
   ~200 bytes of each node's ~760 (issue 13's peak RSS).
@@ -41,7 +43,7 @@ class Node:
     parts: tuple[str, ...]
     kind: Kind
     params: dict[str, Any]
-    key: tuple[Any, ...]
+    where: tuple[int, str]  # (parent, name): its key in InodeTable.by_name
     mtime: datetime | None = None  # the entry's; none: the mount's start
     content: Content | None = None
     target: bytes | None = None
@@ -52,6 +54,7 @@ class Node:
     listed: list[Entry] | None = None  # the listing the last readdir pass started with (mount/serving.py)
     touched_ns: int = 0  # a later mtime, given when the kernel is told to drop this directory's listing
     no_entry_cache: bool = False  # the kernel must look this name up again on every use
+    bound: bool = False  # the kernel may cache (parent, name) -> this node, and the node has deps
 
     @property
     def is_dir(self) -> bool:
@@ -115,12 +118,14 @@ def listing_deps(kind: Kind, params: dict[str, Any]) -> Deps:
     return (INDEX_DEP,)
 
 
-def identity(entry: Entry) -> tuple[Any, ...]:
+def same_identity(node: Node, entry: Entry) -> bool:
+    """Whether `entry` is what `node` shows: the same content key (("row", table, rid, lineage) or
+    ("blob", digest)), link target, or directory (a recall run's directory: the same run)."""
     if entry.content is not None:
-        return entry.content.key  # ("row", table, rid) or ("blob", digest)
+        return node.content is not None and node.content.key == entry.content.key
     if entry.target is not None:
-        return ("link", entry.target)
-    return ("dir", entry.params.get("snapshot"))
+        return node.target == os.fsencode(entry.target)
+    return node.is_dir and node.params.get("snapshot") == entry.params.get("snapshot")
 
 
 # inbox/ in every view of a --map-uid mount: one number for all of them and for any caller (mount/views.py).
@@ -135,8 +140,7 @@ class InodeTable:
         self.recall_ttl = recall_ttl
         self.started_ns = time.time_ns()
         self.nodes: dict[int, Node] = {}
-        self.by_key: dict[tuple[Any, ...], Node] = {}
-        self.dentries: dict[tuple[int, str], int] = {}
+        self.by_name: dict[tuple[int, str], Node] = {}
         self.listed: dict[int, Deps] = {}  # directory inode -> what its cached listing depends on
         self.recall_ino: int | None = None  # recall/, once looked up: its listing changes with each new query
         self.runs_held = 0  # recall run directories (recall/.results/<q>) the kernel holds: Upkeep.prune_runs
@@ -145,7 +149,7 @@ class InodeTable:
         # caller, so names below the root must be looked up again on every use (entry timeout 0) to
         # reach the caller's own view. Everything below them is reached only through its own view.
         self.shared_root = shared_root
-        self.root = Node(pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE, "", (), Kind.ROOT, {}, ("root",), pinned=True)
+        self.root = Node(pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE, "", (), Kind.ROOT, {}, (0, ""), pinned=True)
         self.nodes[self.root.ino] = self.root
 
     def get(self, ino: int) -> Node | None:
@@ -156,10 +160,10 @@ class InodeTable:
 
     def node_for(self, parent: Node, entry: Entry) -> Node:
         """The node for `entry` below `parent`: the existing one when its identity is unchanged."""
-        key = (parent.ino, entry.name, identity(entry))
-        node = self.by_key.get(key)
-        if node is not None:
-            return node
+        where = (parent.ino, entry.name)
+        held = self.by_name.get(where)
+        if held is not None and same_identity(held, entry):
+            return held
         if self.shared_root and entry.kind is Kind.INBOX:
             ino = SHARED_INBOX_INO
         else:
@@ -169,7 +173,7 @@ class InodeTable:
             # only directories need their path (to resolve names below them)
             ino=ino, parent=parent.ino, name=entry.name, kind=entry.kind,
             parts=(*parent.parts, entry.name) if entry.is_dir else (),
-            params=entry.params, key=key, mtime=entry.mtime, content=entry.content,
+            params=entry.params, where=where, mtime=entry.mtime, content=entry.content,
             target=os.fsencode(entry.target) if entry.target is not None else None,
             deps=entry.deps, pinned=KINDS[entry.kind].fixed,
             # Several views share the root inode: the kernel's (root, name) dentries are shared by every
@@ -181,15 +185,25 @@ class InodeTable:
         elif entry.kind is Kind.QUERY:
             self.runs_held += 1
         self.nodes[ino] = node
-        self.by_key[key] = node
+        if held is None or not held.bound:
+            self.by_name[where] = node  # else when the kernel binds the name to it (remember)
         return node
 
     def remember(self, node: Node) -> None:
         """The kernel now holds one more reference, under (parent, name). Bindings that no change can
         affect (a version in history/) are not tracked for invalidation."""
         node.lookups += 1
-        if node.deps:
-            self.dentries[(node.parent, node.name)] = node.ino
+        held = self.by_name.get(node.where)
+        if held is not node:
+            if held is not None:
+                held.bound = False  # the kernel's binding of the name reaches this node now
+            self.by_name[node.where] = node
+        node.bound = bool(node.deps)
+
+    def bound_ino(self, parent: int, name: str) -> int | None:
+        """The inode the kernel may have cached under (parent, name), if one with deps."""
+        held = self.by_name.get((parent, name))
+        return held.ino if held is not None and held.bound else None
 
     def discard_if_unused(self, node: Node) -> None:
         if node.lookups <= 0 and not node.pinned:
@@ -206,10 +220,8 @@ class InodeTable:
     def _drop(self, node: Node) -> None:
         if self.nodes.pop(node.ino, None) is node and node.kind is Kind.QUERY:
             self.runs_held -= 1
-        if self.by_key.get(node.key) is node:
-            del self.by_key[node.key]
-        if self.dentries.get((node.parent, node.name)) == node.ino:
-            del self.dentries[(node.parent, node.name)]
+        if self.by_name.get(node.where) is node:
+            del self.by_name[node.where]
         self.listed.pop(node.ino, None)
 
     def take_stale(self, deps: Iterable[Dep]) -> list[tuple[int, str]]:
@@ -217,13 +229,12 @@ class InodeTable:
         caller tells the kernel to drop them."""
         wanted = set(deps)
         stale: list[tuple[int, str]] = []
-        for (parent, name), ino in list(self.dentries.items()):
-            node = self.nodes.get(ino)
-            if node is not None and (node.kind is Kind.QUERY or node.no_entry_cache):
-                continue  # the kernel keeps no such name: it looks it up again on every use
-            if node is None or not wanted.isdisjoint(node.deps):
-                stale.append((parent, name))
-                del self.dentries[(parent, name)]
+        for where, node in self.by_name.items():
+            if not node.bound or node.kind is Kind.QUERY or node.no_entry_cache:
+                continue  # not cached, or the kernel keeps no such name: it looks it up again on every use
+            if not wanted.isdisjoint(node.deps):
+                stale.append(where)
+                node.bound = False
         return stale
 
     def served(self, node: Node) -> None:

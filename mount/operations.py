@@ -134,7 +134,7 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         """The kernel drops its listing of recall/, and the listing of the run this name showed before (it
         expired, or a change made it stale): nothing reaches that inode by this name any more. Only what
         the kernel was served a listing of, so a first `ls recall/<q>/` waits for no notification."""
-        earlier = self.inodes.dentries.get((parent.ino, name))
+        earlier = self.inodes.bound_ino(parent.ino, name)
         stale = {self.inodes.recall_ino, earlier if earlier != node.ino else None}
         await self.upkeep.drop_listings([ino for ino in stale if ino is not None and ino in self.inodes.listed])
 
