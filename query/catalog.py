@@ -11,6 +11,7 @@ cursor on the trio thread). Thread-safe: each thread uses its own cursor.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -37,11 +38,18 @@ def _rid_lists(rids: Sequence[int]) -> Iterable[str]:
         yield ",".join(str(int(r)) for r in rids[start:start + RID_CHUNK])
 
 
+def _shared(value: Any) -> Any:
+    """One string object per distinct value: DuckDB returns a new one per row, and a session, kind,
+    speaker or entity repeats across thousands of rows that the catalog holds for a generation."""
+    return sys.intern(value) if type(value) is str else value
+
+
 def _meta(table: str, row: Sequence[Any]) -> Meta:
     """A Meta from one row of META_COLUMNS, in that order."""
     rid, mem_id, session, kind, tags, entity, created, seq, speaker, version = row
-    return Meta(int(rid), table, str(mem_id), session, str(kind), tuple(tags or ()), entity, created, seq,
-                speaker, int(version))
+    return Meta(int(rid), table, str(mem_id), _shared(session), _shared(str(kind)),
+                tuple(_shared(t) for t in tags) if tags else (), _shared(entity), created, seq, _shared(speaker),
+                int(version))
 
 
 def _readable(cat: Readable, ref: Ref) -> bool:
