@@ -38,12 +38,10 @@ LONG_TIMEOUT = 3600.0  # seconds; immutable content, and bindings that ingest in
 @dataclass(slots=True, eq=False)
 class Node:
     ino: int
-    parent: int
-    name: str
+    where: tuple[int, str]  # (parent inode, name): its key in InodeTable.by_name
     parts: tuple[str, ...]
     kind: Kind
     params: dict[str, Any]
-    where: tuple[int, str]  # (parent, name): its key in InodeTable.by_name
     mtime: datetime | None = None  # the entry's; none: the mount's start
     content: Content | None = None
     target: bytes | None = None
@@ -55,6 +53,14 @@ class Node:
     touched_ns: int = 0  # a later mtime, given when the kernel is told to drop this directory's listing
     no_entry_cache: bool = False  # the kernel must look this name up again on every use
     bound: bool = False  # the kernel may cache (parent, name) -> this node, and the node has deps
+
+    @property
+    def parent(self) -> int:
+        return self.where[0]
+
+    @property
+    def name(self) -> str:
+        return self.where[1]
 
     @property
     def is_dir(self) -> bool:
@@ -149,7 +155,7 @@ class InodeTable:
         # caller, so names below the root must be looked up again on every use (entry timeout 0) to
         # reach the caller's own view. Everything below them is reached only through its own view.
         self.shared_root = shared_root
-        self.root = Node(pyfuse3.ROOT_INODE, pyfuse3.ROOT_INODE, "", (), Kind.ROOT, {}, (0, ""), pinned=True)
+        self.root = Node(pyfuse3.ROOT_INODE, (pyfuse3.ROOT_INODE, ""), (), Kind.ROOT, {}, pinned=True)
         self.nodes[self.root.ino] = self.root
 
     def get(self, ino: int) -> Node | None:
@@ -171,9 +177,9 @@ class InodeTable:
             self._next += 1
         node = Node(
             # only directories need their path (to resolve names below them)
-            ino=ino, parent=parent.ino, name=entry.name, kind=entry.kind,
+            ino=ino, where=where, kind=entry.kind,
             parts=(*parent.parts, entry.name) if entry.is_dir else (),
-            params=entry.params, where=where, mtime=entry.mtime, content=entry.content,
+            params=entry.params, mtime=entry.mtime, content=entry.content,
             target=os.fsencode(entry.target) if entry.target is not None else None,
             deps=entry.deps, pinned=KINDS[entry.kind].fixed,
             # Several views share the root inode: the kernel's (root, name) dentries are shared by every

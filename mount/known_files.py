@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from recallfs.mount import render
-from recallfs.mount.entries import Content, ContentKey
+from recallfs.mount.entries import Content, ContentKey, Deps
 from recallfs.mount.names import fact_name
 from recallfs.query.catalog import Catalog
 from recallfs.query.readable import Meta, Readable, Row
@@ -31,6 +31,7 @@ _MEMO = "mount:known-files"
 class Known:
     content: Content
     name: str  # a fact's file name ("" for other tables: their names come from the catalog's metadata)
+    deps: Deps  # (("id", id),): shared by the version's entries in every directory that lists it
 
 
 def row_content(row: Row) -> tuple[Content, bytes]:
@@ -55,7 +56,7 @@ class KnownFiles:
             content, data = row_content(row)
             out[content.key] = data
             name = fact_name(row["content"], row["id"]) if key[0] == "facts" else ""
-            known = self._by_row[key] = Known(content, name)
+            known = self._by_row[key] = Known(content, name, (("id", str(row["id"])),))
         return known
 
     def load(self, catalog: Catalog, metas: Sequence[Meta], out: dict[ContentKey, bytes], *,

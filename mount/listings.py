@@ -40,7 +40,7 @@ def fact_entries(catalog: Catalog, cat: Readable, metas: Sequence[Meta], out: di
                  ) -> list[Entry]:
     """The files of these current facts; those no listing of this generation rendered yet are loaded and
     rendered (their bytes into `out`)."""
-    return [Entry(known.name, Kind.FACT, content=known.content, mtime=m.created_at, deps=(("id", m.id),))
+    return [Entry(known.name, Kind.FACT, content=known.content, mtime=m.created_at, deps=known.deps)
             for m, known in KnownFiles(cat).load(catalog, metas, out)]
 
 
@@ -102,8 +102,7 @@ def versions_listing(mem_id: str, found: Sequence[tuple[Meta, Known]], rows: dic
             name = disambiguate(name, str(meta.rid))
         taken.add(name)
         # deps: a newer version (or a link to another memory) changes this one's front matter
-        entries.append(Entry(name, Kind.VERSION, content=known.content, mtime=meta.created_at,
-                             deps=(("id", mem_id),)))
+        entries.append(Entry(name, Kind.VERSION, content=known.content, mtime=meta.created_at, deps=known.deps))
     return finish(entries, rows, None, f"history/{mem_id}/")
 
 

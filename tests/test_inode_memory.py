@@ -3,7 +3,7 @@
 A cold walk of a 100k-memory store leaves ~360k nodes and ~300k listed entries in the daemon. Attributes
 are built per request from the node's fields rather than stored, an entry's tags are a tuple, and one
 dict keyed by (parent, name) finds a node by name and tracks the kernel's bindings; the bound below is
-what one fact file costs now (entry, node and the table's bookkeeping: ~520 bytes), where a stored
+what one fact file costs now (entry, node and the table's bookkeeping: ~510 bytes), where a stored
 EntryAttributes, a frozenset of tags and three dicts made it ~960.
 """
 
