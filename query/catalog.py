@@ -11,7 +11,6 @@ cursor on the trio thread). Thread-safe: each thread uses its own cursor.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from recallfs.query.lineage import Lineage, Ref, partition_links
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.readable import Changed, Meta, Readable, Row
 from recallfs.query.rows import load_rows
+from recallfs.query.shared_values import shared
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
@@ -38,17 +38,11 @@ def _rid_lists(rids: Sequence[int]) -> Iterable[str]:
         yield ",".join(str(int(r)) for r in rids[start:start + RID_CHUNK])
 
 
-def _shared(value: Any) -> Any:
-    """One string object per distinct value: DuckDB returns a new one per row, and a session, kind,
-    speaker or entity repeats across thousands of rows that the catalog holds for a generation."""
-    return sys.intern(value) if type(value) is str else value
-
-
 def _meta(table: str, row: Sequence[Any]) -> Meta:
     """A Meta from one row of META_COLUMNS, in that order."""
     rid, mem_id, session, kind, tags, entity, created, seq, speaker, version = row
-    return Meta(int(rid), table, str(mem_id), _shared(session), _shared(str(kind)),
-                tuple(_shared(t) for t in tags) if tags else (), _shared(entity), created, seq, _shared(speaker),
+    return Meta(int(rid), table, str(mem_id), shared(session), shared(str(kind)),
+                tuple(shared(t) for t in tags) if tags else (), shared(entity), created, seq, shared(speaker),
                 int(version))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.derived import store_state
+from recallfs.query.shared_values import shared as shared_value
 from recallfs.query.store import Store
 
 HOT_MAX_ROWS = 250_000  # per table: above it, the table's rows are loaded per recall (query/rows.py)
@@ -138,5 +139,5 @@ def _share(shared: dict[Any, Any], value: Any) -> Any:
         value = tuple(value)
         return shared.setdefault(("tags", value), value)
     if isinstance(value, str) and len(value) <= 64:
-        return shared.setdefault(value, value)
+        return shared_value(value)  # the catalog's object for it too (query/shared_values.py)
     return value
