@@ -50,6 +50,17 @@ def _readable(cat: Readable, ref: Ref) -> bool:
     return ref.rid in cat.readable.get(ref.table, frozenset())
 
 
+# The links before the write: the new links no longer name the partners a memory left (a fact moved out
+# of its slot was between two slot members, now linked to each other). Old versions keep their slot and
+# explicit links, so every memory sharing a slot with any version of these, or named by one, is a partner.
+_LINKED_BEFORE = """
+    SELECT id FROM {schema}.facts WHERE slot IN (SELECT slot FROM {schema}.facts
+        WHERE id IN (SELECT unnest(?1::VARCHAR[])) AND slot IS NOT NULL)
+    UNION SELECT supersedes FROM {schema}.facts WHERE id IN (SELECT unnest(?1::VARCHAR[])) AND supersedes IS NOT NULL
+    UNION SELECT superseded_by FROM {schema}.facts
+        WHERE id IN (SELECT unnest(?1::VARCHAR[])) AND superseded_by IS NOT NULL"""
+
+
 class Catalog:
     """The store as `principal` may read it: one `Readable` per store generation, and rows by rid."""
 
@@ -148,10 +159,11 @@ class Catalog:
         return links.lineage(rid, rid in cat.current[table]).visible(lambda ref: _readable(cat, ref))
 
     def neighbours(self, ids: Iterable[str]) -> set[str]:
-        """The memories linked to any version of these (a write that changes one changes their front
-        matter too). For invalidation only, so not cut to what this principal may read. Read from the
-        store, not from a Readable: building the new generation's Readable here put the whole catalog
-        (0.8 s at 100k memories, once per view) on every write's path, before its close returned."""
+        """The memories linked to any version of these, after the write and before it (a write that
+        changes one changes their front matter too). For invalidation only, so not cut to what this
+        principal may read. Read from the store, not from a Readable: building the new generation's
+        Readable here put the whole catalog (0.8 s at 100k memories, once per view) on every write's
+        path, before its close returned."""
         schema = self.schema()
         wanted = sorted(set(ids))
         if schema is None or not wanted:
@@ -164,6 +176,7 @@ class Catalog:
                                       [wanted]).fetchall():
                 by, older = links.get(int(rid), (None, ()))
                 out.update(r.id for r in (*older, *([by] if by is not None else [])))
+        out.update(id_ for (id_,) in cur.execute(_LINKED_BEFORE.format(schema=schema), [wanted]).fetchall())
         return out - set(wanted)
 
     def load_metas(self, cat: Readable, metas: Sequence[Meta], *, current_only: bool = True) -> list[Row]:

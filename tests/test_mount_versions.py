@@ -106,3 +106,31 @@ def test_recall_hit_says_what_it_replaces_and_links_never_name_hidden_memories(m
     assert any("--f-vault.md" in p.name for p in (mount.path / "facts").glob("*.md"))
     found = subprocess.run(["grep", "-r", "f-vault-sealed", str(mount.path)], capture_output=True, text=True)
     assert found.returncode == 1 and found.stdout == ""
+
+
+SLOT = [fact(f"s-{k}", f"The build runner is runner-{k}", id=f"f-runner-{k}", slot="build-runner",
+             created_at=f"2026-0{m}-01T09:00:00Z") for k, m in (("a", 1), ("b", 2), ("c", 3), ("d", 4))]
+# f-runner-c's new version leaves the slot: b and d, linked through c before, are now linked to each other
+C_LEAVES = fact("s-c", "The build runner c was retired", id="f-runner-c", created_at="2026-03-02T09:00:00Z")
+
+
+def test_a_version_read_before_a_link_moves_away_is_not_served_stale(tmp_path: Path):
+    """The kernel caches a version file's bytes; when a write changes its links, the file is invalidated
+    even where the write's memory is no longer linked to it (its old partners, found by its old slot).
+    A soak found history/ files showing the links of before a slot member left (2026-12-06)."""
+    env = base_env(tmp_path)
+    build_store(tmp_path, SLOT, env, name="slot1.jsonl")
+    mount = start_mount(tmp_path, env)
+    try:
+        history = mount.path / "history"
+        assert lineage(history / "f-runner-b" / "v1.md") == (False, "f-runner-c/v1", ["f-runner-a/v1"])
+        assert lineage(history / "f-runner-d" / "v1.md") == (True, None, ["f-runner-c/v1"])
+        subprocess.run(["grep", "-r", "superseded_by", str(history)], capture_output=True, check=True)
+        notes = write_jsonl(tmp_path / "slot2.jsonl", [C_LEAVES])
+        assert "through the mount daemon" in mount.cli("ingest", str(notes)).stdout
+        assert lineage(history / "f-runner-b" / "v1.md") == (False, "f-runner-d/v1", ["f-runner-a/v1"])
+        assert lineage(history / "f-runner-d" / "v1.md") == (True, None, ["f-runner-b/v1"])
+        out = subprocess.run(["grep", "-rh", "^superseded_by:", str(history)], capture_output=True, text=True).stdout
+        assert "f-runner-c/v1" not in out.replace("f-runner-c/v2", "")  # only c's own v1 -> v2 link names c
+    finally:
+        stop_mount(mount)
