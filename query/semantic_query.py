@@ -223,14 +223,18 @@ class QuerySearch:
         if self._prefetch is None:
             return
         try:
+            indexes = self.arm.indexes
+            # Gathered before the wait for the embedding: the gather is most of the cosines' cost
+            # (random rows of a large table) and needs no query vector.
+            windows = {table: indexes.row_windows(store, schema, table, [r for r, t in found.items() if t == table])
+                       for table in MEMORY_TABLES}
             qvec = self._embedded()
-            stored = self.arm.indexes.stored(store)
+            stored = indexes.stored(store)
             if qvec is None or stored is None:
                 return
             self._background(store, schema, stored, where, params, qvec)
-            for table in MEMORY_TABLES:
-                rids = [rid for rid, t in found.items() if t == table]
-                self._found[(id(store), schema, table)] = self._cosines(store, schema, table, rids, qvec)
+            for table, rows in windows.items():
+                self._found[(id(store), schema, table)] = rows.best(qvec)
         except Exception:  # the search meets it again and reports it
             return
         self._search_claimed(store, schema, where, params, limit)

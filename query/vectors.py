@@ -37,7 +37,7 @@ from recallfs.query.repairs import REPAIRS, Repair
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import VECTORS, StoredModel, stored_model
 from recallfs.query.vector_rows import current_stamp, load_vectors
-from recallfs.query.window_index import Stamp, TableIndex
+from recallfs.query.window_index import NO_WINDOWS, RowWindows, Stamp, TableIndex
 
 __all__ = ["VectorIndexes", "cos01", "current_stamp", "ensure_indexes", "index_dir", "shared_indexes"]
 
@@ -266,13 +266,17 @@ class VectorIndexes:
     ) -> dict[int, float]:
         """The query's cosine to the best window of each of these (authorized) rows: a long row is as
         close to the query as its closest part. Rows without a vector are absent."""
+        return self.row_windows(store, schema, table, rids).best(qvec)
+
+    def row_windows(self, store: Store, schema: str, table: str, rids: Sequence[int]) -> RowWindows:
+        """The window vectors of these (authorized) rows, for best_cosines once the query vector is known."""
         stored = self.stored(store)
         if stored is None or not rids:
-            return {}
+            return NO_WINDOWS
         entry = self.index_for(store, schema, table, stored)
         if entry.ntotal == 0:
-            return {}
-        return entry.best_cosines(np.array(sorted(set(rids)), dtype=np.int64), qvec)
+            return NO_WINDOWS
+        return entry.row_windows(np.array(sorted(set(rids)), dtype=np.int64))
 
     def allowed_rids(
         self, store: Store, schema: str, table: str, where: str, params: list[object]

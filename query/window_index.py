@@ -16,6 +16,7 @@ first.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from recallfs.query.int8_scan import INT8_SCAN_MIN, Int8Scan, exact_top
 from recallfs.query.ivf_lists import IvfLists
 from recallfs.query.window_map import Stamp, best_per_row, rid_bitmap, window_mask
 
-__all__ = ["Stamp", "TableIndex", "faiss_module"]
+__all__ = ["NO_WINDOWS", "RowWindows", "Stamp", "TableIndex", "faiss_module"]
 
 _FAISS: Any = None
 
@@ -42,6 +43,26 @@ def faiss_module() -> Any:
         faiss.omp_set_num_threads(1)
         _FAISS = faiss
     return _FAISS
+
+
+@dataclass(frozen=True, slots=True)
+class RowWindows:
+    """The window vectors of some rows (TableIndex.row_windows), row by row; `starts[i]` is where the
+    windows of `rids[i]` begin in `matrix`."""
+
+    rids: np.ndarray
+    starts: np.ndarray
+    matrix: np.ndarray
+
+    def best(self, qvec: np.ndarray) -> dict[int, float]:
+        """rid -> the query's inner product with that row's best window."""
+        if not len(self.rids):
+            return {}
+        best = np.maximum.reduceat(self.matrix @ np.asarray(qvec, dtype=np.float32), self.starts)
+        return dict(zip(self.rids.tolist(), best.tolist(), strict=True))
+
+
+NO_WINDOWS = RowWindows(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32))
 
 
 class TableIndex:
@@ -105,21 +126,24 @@ class TableIndex:
 
     def best_cosines(self, rids: np.ndarray, qvec: np.ndarray) -> dict[int, float]:
         """The query's inner product with the best window of each of `rids` (sorted, distinct) the index
-        holds. One gather and one product for all of them (a few hundred rows per recall; a call per
-        row took ~5 us each in the lock and the pointer wrap alone)."""
+        holds."""
+        return self.row_windows(rids).best(qvec)
+
+    def row_windows(self, rids: np.ndarray) -> RowWindows:
+        """Every window of each of `rids` (sorted, distinct) the index holds, in one gather (a few hundred
+        rows per recall; a call per row took ~5 us each in the lock and the pointer wrap alone). Needs no
+        query vector, so recall gathers them while the query is still being embedded."""
         lo = np.searchsorted(self.rids, rids, side="left")
         hi = np.searchsorted(self.rids, rids, side="right")
         held = hi > lo
         if not held.any():
-            return {}
+            return NO_WINDOWS
         lo, hi = lo[held], hi[held]
         counts = hi - lo
+        firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         # every window of every held row, row by row: lo[i], lo[i] + 1, ..., hi[i] - 1
-        starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        positions = starts + np.arange(int(counts.sum()))
-        inner = self.vectors_at(positions) @ np.asarray(qvec, dtype=np.float32)
-        best = np.maximum.reduceat(inner, np.concatenate(([0], np.cumsum(counts)[:-1])))
-        return dict(zip(rids[held].tolist(), best.tolist(), strict=True))
+        positions = np.repeat(lo - firsts, counts) + np.arange(int(counts.sum()))
+        return RowWindows(rids[held], firsts, self.vectors_at(positions))
 
     def vectors_at(self, positions: np.ndarray) -> np.ndarray:
         """Copies of the stored vectors at these window positions."""

@@ -45,3 +45,15 @@ def test_best_window_per_row_matches_scoring_each_row_alone(windows, asked):
     want = _one_by_one(rids, index.ids(), vecs, q)
     assert list(got) == list(want)
     assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_windows_gathered_before_the_query_score_like_best_cosines():
+    """Recall gathers the lexical hits' windows while the query is still being embedded
+    (QuerySearch.prepare): scoring them later gives what best_cosines gives, for any query."""
+    index, vecs = _index([1, 3, 1, 5, 2])
+    rids = np.array([10, 20, 35, 40, 50], dtype=np.int64)
+    windows = index.row_windows(rids)
+    assert windows.rids.tolist() == [10, 20, 40, 50]
+    for q in (vecs[0], vecs[5], vecs[2] - vecs[7]):
+        assert windows.best(q) == pytest.approx(index.best_cosines(rids, q), abs=1e-6)
+    assert index.row_windows(np.array([5, 99], dtype=np.int64)).best(vecs[0]) == {}
