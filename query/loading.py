@@ -15,7 +15,7 @@ from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.readable import Row
 from recallfs.query.recall_scope import Scope, Trace
-from recallfs.query.rows import load_light, load_rows
+from recallfs.query.rows import load_light, load_rows_of_tables
 from recallfs.query.store import Store
 from recallfs.ranking.candidates import Candidate, ordered
 from recallfs.scope.principal import Principal
@@ -105,7 +105,5 @@ def _light_by_table(store: Store, schema: str, by_table: dict[str, list[int]]) -
 
 def full_rows(store: Store, schema: str, rids: list[int], light: dict[int, Row]) -> dict[int, Row]:
     """Phase two: the full rows of these authorized rids (each in `light`, which says its table)."""
-    rows: dict[int, Row] = {}
-    for table in MEMORY_TABLES:
-        rows.update(load_rows(store, schema, table, [r for r in rids if light[r]["table"] == table]))
-    return rows
+    by_table = {table: [r for r in rids if light[r]["table"] == table] for table in MEMORY_TABLES}
+    return load_rows_of_tables(store, schema, {table: ids for table, ids in by_table.items() if ids})

@@ -11,7 +11,7 @@ fetches by rid column by column, so the cost of a fetch grows with the columns a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from recallfs.query.caches import LruCache
@@ -42,7 +42,14 @@ def load_rows(store: Store, schema: str, table: str, rids: Iterable[int], *, cac
     """{rid: row} for the rows of `schema.table` among `rids`; a rid the table does not hold is absent.
     Each row is a fresh dict (callers may add to it) of ROW_COLUMNS and the row's "table". `cache`:
     False for bulk loads (a listing of thousands), which would push recall's candidates out."""
-    return _load(store, schema, table, rids, ROW_COLUMNS, _ROWS, put=cache)
+    return _load(store, schema, {table: rids}, ROW_COLUMNS, _ROWS, put=cache)
+
+
+def load_rows_of_tables(store: Store, schema: str, by_table: dict[str, list[int]]) -> dict[int, Row]:
+    """load_rows for several tables at once, in one statement: a page's few rows sit in up to three
+    tables, and each statement costs DuckDB a fixed part to plan and run (measured at 100k: three
+    statements for a page of 14 rows 3.75 ms, one UNION ALL 2.92)."""
+    return _load(store, schema, by_table, ROW_COLUMNS, _ROWS, put=True)
 
 
 def load_light(store: Store, schema: str, table: str, rids: Iterable[int]) -> dict[int, Row]:
@@ -51,7 +58,7 @@ def load_light(store: Store, schema: str, table: str, rids: Iterable[int]) -> di
     held, missing = _HOT.lookup(store, schema, table, rids)
     out = {rid: _row(table, LIGHT_COLUMNS, values) for rid, values in held.items()}
     if missing:
-        out.update(_load(store, schema, table, missing, LIGHT_COLUMNS, _LIGHT, put=True))
+        out.update(_load(store, schema, {table: missing}, LIGHT_COLUMNS, _LIGHT, put=True))
     return out
 
 
@@ -62,28 +69,33 @@ def full_rows_held(store: Store) -> set[tuple[str, str, int]]:
 
 
 def _load(
-    store: Store, schema: str, table: str, rids: Iterable[int], columns: tuple[str, ...],
+    store: Store, schema: str, by_table: Mapping[str, Iterable[int]], columns: tuple[str, ...],
     cache: LruCache[tuple[int, str, str, int], tuple[Any, ...]], *, put: bool,
 ) -> dict[int, Row]:
     token = store_state(store)[0]
     out: dict[int, Row] = {}
-    missing: list[int] = []
-    for rid in rids:
-        values = cache.get((token, schema, table, int(rid)))
-        if values is None:
-            missing.append(int(rid))
-        else:
-            out[int(rid)] = _row(table, columns, values)
+    missing: list[tuple[str, int]] = []
+    for table, rids in by_table.items():
+        for rid in rids:
+            values = cache.get((token, schema, table, int(rid)))
+            if values is None:
+                missing.append((table, int(rid)))
+            else:
+                out[int(rid)] = _row(table, columns, values)
     for start in range(0, len(missing), LOAD_CHUNK):
+        chunk = missing[start:start + LOAD_CHUNK]
+        tables = list(dict.fromkeys(table for table, _ in chunk))
         # A literal list of our own integer ids: DuckDB plans it as a filter on rid, about ten times
-        # faster than joining an unnested list parameter.
-        id_list = ", ".join(str(rid) for rid in missing[start:start + LOAD_CHUNK])
-        for values in store.cursor().execute(
-            f"SELECT {', '.join(columns)} FROM {schema}.{table} WHERE rid IN ({id_list})"
-        ).fetchall():
+        # faster than joining an unnested list parameter. The tables' lists go in one statement.
+        statement = " UNION ALL ".join(
+            f"SELECT {i} AS table_, {', '.join(columns)} FROM {schema}.{table} "
+            f"WHERE rid IN ({', '.join(str(rid) for t, rid in chunk if t == table)})"
+            for i, table in enumerate(tables))
+        for fetched in store.cursor().execute(statement).fetchall():
+            table, values = tables[fetched[0]], tuple(fetched[1:])
             out[int(values[0])] = _row(table, columns, values)
             if put:
-                cache.put((token, schema, table, int(values[0])), tuple(values))
+                cache.put((token, schema, table, int(values[0])), values)
     return out
 
 

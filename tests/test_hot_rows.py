@@ -88,7 +88,7 @@ def test_load_light_rows_match_the_per_row_path(store):
     for table in ("facts", "turns"):
         rids = _all_rids(store, schema, table)
         fast = load_light(store, schema, table, rids)
-        slow = _load(store, schema, table, rids, cols, _NoCache(), put=False)
+        slow = _load(store, schema, {table: rids}, cols, _NoCache(), put=False)
         assert fast.keys() == slow.keys()
         for rid in rids:
             assert _tags_as_tuple(slow[rid]) == _tags_as_tuple(fast[rid])
@@ -116,3 +116,23 @@ def test_tables_past_the_total_go_least_recently_used_first(store):
     assert hot.tables_held() == 1 and len(held) == len(turns)  # facts went; the table asked for stays
     held, missing = hot.lookup(store, schema, "facts", facts)
     assert not missing and held == _from_duckdb(store, schema, "facts", facts)  # read again when asked
+
+
+@pytest.mark.parametrize("pick", ["every table", "one table", "half cached", "absent and misfiled"])
+def test_rows_of_several_tables_in_one_statement_are_each_tables_rows(store, pick):
+    from recallfs.query.rows import load_rows, load_rows_of_tables
+
+    schema = store.schema_for(ME)
+    facts, turns = _all_rids(store, schema, "facts"), _all_rids(store, schema, "turns")
+    asked = {"every table": {"facts": facts[::2], "turns": turns[1::3]},
+             "one table": {"turns": turns},
+             "half cached": {"facts": facts, "turns": turns[:5]},
+             "absent and misfiled": {"facts": [10**9, turns[0]], "turns": [facts[0], turns[1]]}}[pick]
+    if pick == "half cached":
+        load_rows(store, schema, "facts", facts[::2])  # these come from the cache, the rest from DuckDB
+    expected = {}
+    for table, rids in asked.items():
+        expected.update(load_rows(store, schema, table, rids, cache=False))
+    got = load_rows_of_tables(store, schema, asked)
+    assert got == expected
+    assert all(row["table"] == ("facts" if rid in facts else "turns") for rid, row in got.items())
