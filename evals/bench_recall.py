@@ -37,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -146,20 +147,31 @@ def build_store(path: Path, size: int, embedder: Embedder, pool_size: int, seed:
     pool_vecs = pool_vectors(pool, embedder, path.parent)
     with Store(path) as store:
         ingest_records(store, records, embedder=None)
-        schema = store.schema_for(PRINCIPAL)
-        assert schema is not None
         by_source = {(r.table, r.source_id): b for r, b in zip(records, bases, strict=True)}
-        with store.transaction() as tx:
-            adopt_model(tx, embedder.model_id, embedder.dim)
-        for table in ("facts", "summaries", "turns"):
-            rows = store.cursor().execute(f"SELECT rid, source_id FROM {schema}.{table} ORDER BY rid").fetchall()
-            rids = np.array([int(r[0]) for r in rows], dtype=np.int64)
-            idx = np.array([by_source[(table, str(r[1]))] for r in rows], dtype=np.int64)
-            for s in range(0, len(rids), 20000):
-                part = slice(s, s + 20000)
-                with store.transaction() as tx:
-                    write_vectors(tx, schema, table, embedder.model_id, rids[part], pool_vecs[idx[part]])
+        write_pool_vectors(store, by_source, pool_vecs, embedder)
         ensure_indexes(store)
+
+
+def write_pool_vectors(
+    store: Store, bases: dict[tuple[str, str], int], pool_vecs: np.ndarray, embedder: Embedder,
+    spread: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+) -> None:
+    """Each row's vector from its base sentence's (`bases`: (table, source id) -> row of `pool_vecs`),
+    written as the embedder's. `spread(vectors, rids)`: each row's own variant of its base vector."""
+    schema = store.schema_for(PRINCIPAL)
+    assert schema is not None
+    with store.transaction() as tx:
+        adopt_model(tx, embedder.model_id, embedder.dim)
+    for table in ("facts", "summaries", "turns"):
+        rows = store.cursor().execute(f"SELECT rid, source_id FROM {schema}.{table} ORDER BY rid").fetchall()
+        rids = np.array([int(r[0]) for r in rows], dtype=np.int64)
+        idx = np.array([bases[(table, str(r[1]))] for r in rows], dtype=np.int64)
+        for s in range(0, len(rids), 50_000):
+            part = slice(s, s + 50_000)
+            vectors = pool_vecs[idx[part]]
+            with store.transaction() as tx:
+                write_vectors(tx, schema, table, embedder.model_id, rids[part],
+                              spread(vectors, rids[part]) if spread is not None else vectors)
 
 
 def _progress(label: str) -> Any:

@@ -23,13 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from recallfs.evals.bench_recall import _EXTRA, AGENT, ORG, WS, base_sentences, pool_vectors
+from recallfs.evals.bench_recall import _EXTRA, AGENT, ORG, WS, base_sentences, pool_vectors, write_pool_vectors
 from recallfs.query.embedder import Embedder
 from recallfs.query.fts_freshness import rebuild_all_fts
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
-from recallfs.query.vector_write import adopt_model, write_vectors
 from recallfs.query.vectors import ensure_indexes
 
 POOL = 20_000
@@ -105,29 +104,10 @@ def build(path: Path, size: int, embedder: Embedder) -> None:
         _note(f"  {path.name}: rows written in {time.perf_counter() - t0:.0f} s")
         rebuild_all_fts(store)
         _note(f"  {path.name}: full-text index built, {time.perf_counter() - t0:.0f} s")
-        _write_vectors(store, bases, pool_vecs, embedder)
+        write_pool_vectors(store, bases, pool_vecs, embedder, spread=row_vectors)
         _note(f"  {path.name}: vectors written, {time.perf_counter() - t0:.0f} s")
         ensure_indexes(store)
         _note(f"  {path.name}: built in {time.perf_counter() - t0:.0f} s")
-
-
-def _write_vectors(store: Store, bases: dict[tuple[str, str], int], pool_vecs: np.ndarray,
-                   embedder: Embedder) -> None:
-    from recallfs.evals.bench_recall import PRINCIPAL
-
-    schema = store.schema_for(PRINCIPAL)
-    assert schema is not None
-    with store.transaction() as tx:
-        adopt_model(tx, embedder.model_id, embedder.dim)
-    for table in ("facts", "summaries", "turns"):
-        rows = store.cursor().execute(f"SELECT rid, source_id FROM {schema}.{table} ORDER BY rid").fetchall()
-        rids = np.array([int(r[0]) for r in rows], dtype=np.int64)
-        idx = np.array([bases[(table, str(r[1]))] for r in rows], dtype=np.int64)
-        for s in range(0, len(rids), 50_000):
-            part = slice(s, s + 50_000)
-            with store.transaction() as tx:
-                write_vectors(tx, schema, table, embedder.model_id, rids[part], row_vectors(pool_vecs[idx[part]],
-                                                                                          rids[part]))
 
 
 def _note(text: str) -> None:
