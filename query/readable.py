@@ -72,6 +72,12 @@ MEMO_TABLES: dict[str, frozenset[str]] = {
 }
 
 
+# Memos (dicts) whose entries stay true across generations once each is checked against the newer one (a
+# layer above names its own: mount/known_files.py). Those of the generations before are kept, merged, in
+# `earlier`.
+CHECKED_MEMOS: set[str] = set()
+
+
 def group(metas: Iterable[Meta], key: Callable[[Meta], Iterable[str]]) -> dict[str, list[Meta]]:
     groups: dict[str, list[Meta]] = {}
     for m in metas:
@@ -93,6 +99,8 @@ class Readable:
     # What each table's part was read with: (its table generation, the gate's clauses); a later build
     # whose table has the same keeps that part and its groupings (query/catalog.py).
     made_with: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    # The CHECKED_MEMOS of the generations before this one, merged (newest entry wins).
+    earlier: dict[str, Any] = field(default_factory=dict)
 
     def derived(self, name: str, build: Callable[[], T]) -> T:
         """A grouping of these rows, computed on first use (two threads may both compute it: harmless)."""
@@ -101,10 +109,14 @@ class Readable:
         return self.memo[name]  # type: ignore[no-any-return]
 
     def carry_from(self, older: Readable, same: set[str]) -> None:
-        """Take the groupings of `older` that derive from the tables in `same` alone (their parts equal)."""
+        """Take the groupings of `older` that derive from the tables in `same` alone (their parts equal),
+        and keep its CHECKED_MEMOS as `earlier`."""
         for name, tables in MEMO_TABLES.items():
             if name in older.memo and tables <= same:
                 self.memo[name] = older.memo[name]
+        # Merged with what `older` itself kept: a write commits more than once, and a generation that
+        # nobody walked must not drop what the one before it knew.
+        self.earlier = {name: {**older.earlier.get(name, {}), **older.memo.get(name, {})} for name in CHECKED_MEMOS}
 
     def current_rows(self, table: str) -> list[Meta]:
         return self.derived(f"current:{table}", lambda: [m for m in self.rows[table] if m.rid in self.current[table]])

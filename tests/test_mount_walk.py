@@ -16,9 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mount_helpers import Mount, needs_fuse, serve
+from mount_helpers import Mount, needs_fuse, serve, start_mount, stop_mount
 
-from conftest import fact, turn
+from conftest import fact, turn, write_jsonl
 
 pytestmark = [needs_fuse, pytest.mark.mount]
 FACTS = 1500  # history/ dirs: several times the first batch (mount/dir_cache.py BATCH_WINDOW = 256)
@@ -84,3 +84,39 @@ def test_a_cold_walk_leaves_the_cyclic_collector_almost_idle(mounted: Mount) -> 
     after = mounted.mount_info()["detail"]["gc_collections"]
     young, _middle, full = (a - b for a, b in zip(after, before, strict=True))
     assert young <= 20 and full == 0, (before, after)
+
+
+def _memory_files(mount: Mount) -> dict[str, bytes]:
+    """Every memory version's file the mount lists, by path (the generated overviews left out)."""
+    return {str(Path(p).relative_to(mount.path)): Path(p).read_bytes() for p in _walk(mount)
+            if Path(p).relative_to(mount.path).parts[0] in ("facts", "history", "sessions")}
+
+
+def test_a_walk_after_a_write_renders_only_the_versions_the_write_changed(mounted: Mount, tmp_path: Path) -> None:
+    """A version's file is its row (never changed) and its lineage: after a write, the next generation
+    takes every earlier file whose lineage is the same, and renders only the new versions and those a
+    new version replaced (mount/known_files.py). At 100k memories one fact written made the next
+    `ls facts/` render all 30k facts again."""
+    _walk(mounted)
+    before = mounted.mount_info()["detail"]["rows_rendered"]
+    replaced = next(p for p in (mounted.path / "facts").glob("*.md") if "cold walk fact 7 about" in p.read_text())
+    fact_id = next(line.split(": ", 1)[1] for line in replaced.read_text().splitlines() if line.startswith("id: "))
+    more = write_jsonl(tmp_path / "more.jsonl", [
+        fact("cold-7", "cold walk fact 7 moved to the heron ledger", id=fact_id, created_at="2026-07-01T10:00:00Z"),
+        fact("cold-new", "a new fact about the heron ledger", created_at="2026-07-01T10:00:00Z"),
+        turn("2026-08-01-s0003", 1, "atlas", "a reply about the heron ledger")])
+    assert "through the mount daemon" in mounted.cli("ingest", str(more)).stdout
+    after_write = _memory_files(mounted)
+    # the three new versions, and the version the first of them replaced (its front matter changed); the
+    # session's listing is built again with its other turn's file as it was
+    assert mounted.mount_info()["detail"]["rows_rendered"] - before == 4
+    assert (mounted.path / "sessions" / "2026-08-01-s0003" / "turns").exists()
+    assert f"history/{fact_id}/v2.md" in after_write
+    assert b"superseded_by: " + f"{fact_id}/v2".encode() in after_write[f"history/{fact_id}/v1.md"]
+    # byte for byte what a new daemon renders from scratch
+    stop_mount(mounted)
+    fresh = start_mount(tmp_path, mounted.env, name="mnt2")
+    try:
+        assert _memory_files(fresh) == after_write
+    finally:
+        stop_mount(fresh)
