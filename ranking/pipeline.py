@@ -2,7 +2,7 @@
 
     fused candidates -> identity dedup -> relevance floor (0.01; semantic-only: cosine 0.3)
       -> question turns (x0.8 on calibrated scores) -> session evidence (on)
-      -> replies (a question's reply just below it) -> context (a turn read with its neighbours)
+      -> context (a turn read with its neighbours) -> replies (a question's reply just below it)
       -> rerank (off) -> near-duplicate collapse (on)
       -> metadata bonuses (off) -> time window (x2 inside the span the question names)
       -> recency (neutral; auto on temporal intent; reorders the top band only)
@@ -190,7 +190,7 @@ def _min_score(run: StageRun) -> None:
 
 # The stages in their fixed order (the module docstring); each records in `stages` what it did.
 PIPELINE: tuple[Callable[[StageRun], None], ...] = (
-    _dedup, floor_stage, _questions, _session, _replies, _context, _rerank, _collapse, _bonuses, _window, _recency,
+    _dedup, floor_stage, _questions, _session, _context, _replies, _rerank, _collapse, _bonuses, _window, _recency,
     near_misses_stage, _currentness, _budget, _min_score,
 )
 

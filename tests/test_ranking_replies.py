@@ -40,3 +40,16 @@ def test_two_questions_with_one_reply_lift_it_to_the_better():
 def test_the_weight_must_lie_in_0_1():
     with pytest.raises(ValueError):
         lift_replies([cand(1)], {}, 1.5)
+
+
+def test_a_reply_stays_below_its_question_after_context_lifts_the_question():
+    """Context runs before replies (ranking/pipeline.py): a question its neighbours lift keeps its
+    reply right below it, above a turn the question outscored only after context."""
+    from recallfs.ranking.pipeline import StageConfig, shape
+
+    question = cand(1, 0.5, day=0, content="What kind are they?")
+    reply = cand(2, 0.05, day=1, content="Peruvian lilies.")
+    other = cand(3, 0.45, day=0, content="The garden looks great.")
+    shaped = shape([question, reply, other], StageConfig(session_weight=0.0, collapse=False),
+                   query="what flowers", replies={1: 2}, context={1: 0.9})
+    assert rids(shaped.cands) == [1, 2, 3]
