@@ -9,11 +9,12 @@ list it from here without loading or rendering it. Its bytes went to the content
 listing, under the same content key (a read after an eviction renders them again, as before).
 
 Kept in the catalog's `Readable`, which is one principal's view of one store generation, so one
-principal's entries never serve another. A new generation starts empty but may take the generation
-before's entry for a version whose lineage has not changed: a version's row never changes (a change is a
-new row), and its lineage (current, superseded_by, supersedes) is the rest of what its file says, so
-the file is the same. At 100k memories one fact written made the next `ls facts/` load and render all
-30k current facts again (2.8 s). Worker threads; two may record one version at once, with equal values.
+principal's entries never serve another. A new generation starts empty but may take an earlier
+generation's entry (`Readable.earlier`) for a version whose lineage has not changed: a version's row
+never changes (a change is a new row), and its lineage (current, superseded_by, supersedes) is the rest
+of what its file says, so the file is the same. At 100k memories one fact written made the next `ls
+facts/` load and render all 30k current facts again (2.8 s). Worker threads; two may record one version
+at once, with equal values.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class KnownFiles:
         return [(m, known) for m in metas if (known := self.get(m)) is not None]
 
     def _still_true(self, catalog: Catalog, metas: Sequence[Meta]) -> list[Meta]:
-        """Takes the generation before's file of each of `metas` whose lineage is the same now (its
+        """Takes an earlier generation's file of each of `metas` whose lineage is the same now (its
         content key holds the lineage it was rendered with); returns the others, to be rendered."""
         rest: list[Meta] = []
         for m in metas:
@@ -97,6 +98,6 @@ class KnownFiles:
         return rest
 
     def _still_true_one(self, key: tuple[str, int], lineage: object) -> bool:
-        """Whether the generation before's file of this version stands with the lineage it has now."""
+        """Whether an earlier generation's file of this version stands with the lineage it has now."""
         before = self._earlier.get(key)
         return before is not None and before.content.key == content_key(key[0], key[1], lineage)

@@ -105,5 +105,5 @@ def _light_by_table(store: Store, schema: str, by_table: dict[str, list[int]]) -
 
 def full_rows(store: Store, schema: str, rids: list[int], light: dict[int, Row]) -> dict[int, Row]:
     """Phase two: the full rows of these authorized rids (each in `light`, which says its table)."""
-    by_table = {table: [r for r in rids if light[r]["table"] == table] for table in MEMORY_TABLES}
-    return load_rows_of_tables(store, schema, {table: ids for table, ids in by_table.items() if ids})
+    return load_rows_of_tables(store, schema, {table: [r for r in rids if light[r]["table"] == table]
+                                               for table in MEMORY_TABLES})
