@@ -10,7 +10,13 @@ noopen = open/opendir decline with ENOSYS, read/readdir by inode (needs the patc
 Warm: one unmeasured run, then the median of --repeat runs. `cat` is one `cat` over a precomputed
 list of every file. Also prints the handler calls of one warm walk of all four tools.
 
-Needs root (mounting), fusermount3 and rg; the native tree goes to /dev/shm.
+`--cold` measures instead what a cold walk costs a file system that does nothing per request (the
+floor under any pyfuse3 file system on this machine): the tree written to disk and walked after the
+page cache is dropped, against a freshly mounted tinyfs (noopen), alternating for --repeat rounds:
+
+    python -m recallfs.evals.bench_pyfuse3 --cold --dirs 30000 --files 3 --repeat 3
+
+Needs root (mounting, dropping caches), fusermount3 and rg; the warm native tree goes to /dev/shm.
 """
 
 from __future__ import annotations
@@ -87,6 +93,34 @@ def run(tree: Tree, modes: list[str], repeat: int) -> None:
             print(f"{'':<10}handler calls in one warm walk of all four: {calls or 'none'}")
 
 
+def _drop_caches() -> None:
+    subprocess.run(["sync"], check=True)
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def _cold_seconds(tool: str, root: Path, files: list[str]) -> float:
+    _drop_caches()
+    start = time.perf_counter()
+    subprocess.run(_command(tool, root, files), capture_output=True, check=True, timeout=3600)
+    return time.perf_counter() - start
+
+
+def run_cold(tree: Tree, tools: list[str], repeat: int) -> None:
+    """Cold walks: native on disk against a fresh tinyfs (noopen), per round, alternating."""
+    print(f"pyfuse3 patched: {patched()}; tree {tree.dirs} dirs x {tree.files} files; cold, {repeat} rounds")
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as disk, tempfile.TemporaryDirectory() as tmp:
+        native = Path(disk) / "tree"
+        tree.write_native(native)
+        for round_ in range(1, repeat + 1):
+            for tool in tools:
+                base = _cold_seconds(tool, native, _file_list(tree, native))
+                with mounted(tree, "noopen", Path(tmp) / f"mnt-{round_}-{tool.split()[0]}") as fs:
+                    got = _cold_seconds(tool, fs.path, _file_list(tree, fs.path))
+                    calls = sum(fs.counts().values())
+                print(f"round {round_} {tool:<8} native {base:6.2f} s  tinyfs {got:6.2f} s  {got / base:5.2f}x"
+                      f"  {calls} handler calls, {got / max(calls, 1) * 1e6:.0f} us each", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dirs", type=int, default=2000)
@@ -94,7 +128,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=None,
                         help="default: all when pyfuse3 is patched, else classic")
+    parser.add_argument("--cold", action="store_true", help="cold walks, native on disk vs tinyfs (noopen)")
+    parser.add_argument("--tools", default="find", help="with --cold: comma-separated, of " + ", ".join(TOOLS))
     args = parser.parse_args(argv)
+    if args.cold:
+        tools = [t.strip() for t in args.tools.split(",")]
+        if not set(tools) <= set(TOOLS):
+            parser.error(f"--tools: each of {', '.join(TOOLS)}")
+        run_cold(Tree(args.dirs, args.files), tools, args.repeat)
+        return
     modes = args.modes or (list(MODES) if patched() else ["classic"])
     run(Tree(args.dirs, args.files), modes, args.repeat)
 

@@ -75,6 +75,7 @@ class TinyFS(pyfuse3.Operations):
         self.tree = tree
         self.mode = mode
         self._counts = counts
+        self._root: list[tuple[bytes, int]] | None = None  # built once: a large root is read per buffer
 
     def count(self, op: str) -> None:
         self._counts[OPS.index(op)] += 1
@@ -94,7 +95,9 @@ class TinyFS(pyfuse3.Operations):
     def _children(self, inode: int) -> list[tuple[bytes, int]]:
         tree = self.tree
         if inode == pyfuse3.ROOT_INODE:
-            return [(tree.dir_name(d).encode(), tree.dir_inode(d)) for d in range(tree.dirs)]
+            if self._root is None:
+                self._root = [(tree.dir_name(d).encode(), tree.dir_inode(d)) for d in range(tree.dirs)]
+            return self._root
         where = tree.locate(inode)
         if where is None or where[1] >= 0:
             self.count("bad_fh")

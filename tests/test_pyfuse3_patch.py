@@ -93,3 +93,21 @@ def test_classic_mode_is_unchanged(tmp_path: Path) -> None:
         second = fs.counts()
     assert second["bad_fh"] == 0, second
     assert second["opendir"] > 0 and second["readdir"] > 0 and second["open"] > 0, second
+
+
+def test_a_cold_find_asks_for_each_listing_twice(tmp_path: Path) -> None:
+    """The floor under a cold walk (README, "Speed"): FUSE has no end-of-listing flag, so a directory
+    whose listing fits one reply still costs two READDIRs, the second answered empty."""
+    with mounted(TREE, "noopen", tmp_path / "mnt") as fs:
+        _run("find", str(fs.path))
+        counts = fs.counts()
+    assert counts["readdir"] == 2 * (TREE.dirs + 1), counts  # the root and each directory
+
+
+def test_the_cold_floor_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from recallfs.evals import bench_pyfuse3
+
+    bench_pyfuse3.main(["--cold", "--dirs", "20", "--files", "2", "--repeat", "1"])
+    out = capsys.readouterr().out
+    # 2 x 21 READDIRs, the root's GETATTR and the one OPENDIR that is declined
+    assert "round 1 find" in out and "tinyfs" in out and "44 handler calls" in out, out
