@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from recallfs.query.bm25_memory import POSTINGS
-from recallfs.query.bm25_query import Clause, fts_schema, index_state, table_bm25
+from recallfs.query.bm25_memory import POSTINGS, IndexMoved, fts_schema
+from recallfs.query.bm25_query import Clause, index_state, indexed_bm25
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, by_table_generation, table_state
@@ -49,12 +49,29 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def drop_fts_objects(cur: Cursor, fts: str) -> None:
+    """Drop an FTS index's tables and macros one by one, leaving its schema empty.
+
+    `create_fts_index(..., overwrite=1)` drops the old index with `DROP SCHEMA ... CASCADE`. DuckDB
+    1.5.5 cannot replay that from the WAL once the schema was checkpointed: after rebuild, CHECKPOINT,
+    rebuild and a crash, opening the store failed with "Cannot drop entry ... because there are
+    entries that depend on it", for good (tests/test_fts_crash.py). An empty schema replays."""
+    where = "database_name = current_database() AND schema_name = ?"
+    for (name,) in cur.execute(f"SELECT table_name FROM duckdb_tables() WHERE {where}", [fts]).fetchall():
+        cur.execute(f'DROP TABLE "{fts}"."{name}"')
+    macros = cur.execute(f"SELECT DISTINCT function_name FROM duckdb_functions() WHERE {where} "
+                         "AND function_type = 'macro'", [fts]).fetchall()
+    for (name,) in macros:
+        cur.execute(f'DROP MACRO "{fts}"."{name}"')
+
+
 def build_fts(cur: Cursor, schema: str, table: str) -> int:
     """(Re)build one table's index inside the caller's transaction. Returns the rid watermark."""
     row = cur.execute(f"SELECT coalesce(max(rid), 0), count(*) FROM {schema}.{table}").fetchone()
     assert row is not None
     watermark, count = int(row[0]), int(row[1])
     if count:
+        drop_fts_objects(cur, fts_schema(schema, table))
         cur.execute(
             f"PRAGMA create_fts_index('{schema}.{table}', 'rid', 'search_text', stemmer='porter', "
             f"stopwords='main.fts_stopwords', ignore='{FTS_IGNORE}', strip_accents=1, lower=1, overwrite=1)"
@@ -101,11 +118,10 @@ def search_calibrated(
     yet, or nothing BM25 could match) score the share of the query's terms they contain."""
     if not terms:
         return {}
-    state = index_state(store, schema, table)
+    state, bm25 = indexed_bm25(store, schema, table, terms, corpus)
     ranked: dict[int, float] = {}
     floor = 0
-    if state.watermark > 0:
-        bm25 = table_bm25(store, schema, table, terms, state, corpus)
+    if bm25 is not None:
         if bm25.any():
             top = bm25.top(allowed_rids(store, schema, table, where, params), limit)
             ranked = {rid: lexical_score(raw, bm25.ceiling) for rid, raw in top}
@@ -139,10 +155,9 @@ def score_indexed(
     `corpus`: as in search()."""
     if not terms or not rids:
         return {}
-    state = index_state(store, schema, table)
-    if state.watermark <= 0:
+    _, bm25 = indexed_bm25(store, schema, table, terms, corpus)
+    if bm25 is None:
         return {}
-    bm25 = table_bm25(store, schema, table, terms, state, corpus)
     wanted = np.array(sorted(set(rids)), dtype=np.int64)
     raw = bm25.of(wanted)
     return {int(rid): lexical_score(float(b), bm25.ceiling) for rid, b in zip(wanted, raw, strict=True) if b > 0}
@@ -222,6 +237,9 @@ def warm(store: Store, schema: str) -> None:
         state = index_state(store, schema, table)
         if state.watermark > 0:
             fts = fts_schema(schema, table)
-            POSTINGS.get(store.cursor(), str(store.path), fts, state.built_at)
+            try:
+                POSTINGS.get(store.cursor(), str(store.path), schema, table, state.built_at)
+            except IndexMoved:
+                continue  # rebuilt meanwhile: loaded anyway, under the new build
             if state.max_rid > state.watermark:
                 delta_postings(store, schema, table, fts, state.watermark)

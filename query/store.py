@@ -165,6 +165,8 @@ class Store:
         except duckdb.Error as exc:  # DuckDB's own refusal of a file that is not a store
             if "in-memory database" in str(exc):
                 raise self._not_a_store() from None
+            if "replaying WAL" in str(exc):
+                raise self._wal_unreadable(exc) from None
             raise StoreError(f"cannot open store {self.path}: {str(exc).splitlines()[0]}") from None
         if not _file_backed(root):
             root.close()
@@ -173,6 +175,14 @@ class Store:
         self._configure(root)
         self._opened = weakref.WeakSet([root])
         return root
+
+    def _wal_unreadable(self, exc: duckdb.Error) -> StoreError:
+        # Said in full because the way out loses data: recallfs never moves the log itself.
+        return StoreError(
+            f"cannot open store {self.path}: DuckDB cannot replay its write-ahead log {self.path}.wal "
+            f"({str(exc).splitlines()[0]}). The store file holds every write up to its last checkpoint; "
+            f"to open it, move {self.path}.wal aside (the writes since that checkpoint stay in the moved "
+            "file)")
 
     def _not_a_store(self) -> StoreError:
         return StoreError(f"{self.path} is not a DuckDB store (DuckDB took it for another kind of file, to be "

@@ -27,7 +27,7 @@ from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
-from conftest import RECALLFS, run_cli
+from conftest import RECALLFS, run_cli, write_jsonl
 
 pytestmark = pytest.mark.slow
 ME = Principal("acme", "proj", "tester")
@@ -124,3 +124,75 @@ def test_kill_9_at_points_spread_over_an_ingest(tmp_path):
                  else "committed, index rebuilt")
         seen.append(f"{duration * i / (KILLS + 1):.2f}s: {state}{'' if killed else ' (had exited)'}")
     print(f"\nfull run {duration:.2f}s; kills: " + "; ".join(seen))
+
+
+REBUILDER = """
+import json, sys, time
+from recallfs.query.ingest_file import ingest_records
+from recallfs.query.records import parse_record
+from recallfs.query.store import Store
+store = Store(sys.argv[1])
+def batch(word):
+    return [parse_record({"type": "fact", "source_id": f"{word}-{i}", "content": f"memory {i} about {word}",
+                          "created_at": "2026-06-01T10:00:00Z"}, org="acme", workspace="proj", agent="tester")
+            for i in range(3)]
+ingest_records(store, batch("quokka"), embedder=None)   # rebuilds the index (a small table: whole)
+store.cursor().execute("CHECKPOINT")                     # what DuckDB does by itself past 16 MB of WAL
+ingest_records(store, batch("axolotl"), embedder=None)  # rebuilds it again: in the WAL only
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_kill_after_rebuild_checkpoint_rebuild_leaves_a_store_that_opens(tmp_path):
+    """Found by agents writing to a mount's inbox until DuckDB checkpointed, then a kill -9: every later
+    open failed replaying the WAL ("Cannot drop entry fts_... because there are entries that depend on
+    it"), and the writes since the checkpoint were out of reach (query/lexical.drop_fts_objects)."""
+    store = tmp_path / "store.duckdb"
+    seed = write_jsonl(tmp_path / "seed.jsonl", [
+        {"type": "fact", "source_id": "seed", "content": "the first memory", "created_at": "2026-06-01T09:00:00Z"}])
+    run_cli("ingest", str(seed), env=env_for(store, tmp_path), check=True)
+    with subprocess.Popen([str(Path(RECALLFS).parent / "python"), "-c", REBUILDER, str(store)],
+                          stdout=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait(30)
+    assert Path(f"{store}.wal").exists()  # the second rebuild was never checkpointed
+    with Store(store, read_only=True) as s:
+        schema = s.schema_for(ME)
+        rows = dict(s.cursor().execute(f"SELECT source_id, rid FROM {schema}.facts").fetchall())
+        assert sorted(rows) == sorted(["seed", *(f"{w}-{i}" for w in ("quokka", "axolotl") for i in range(3))])
+        for word in ("quokka", "axolotl"):
+            rid = rows[f"{word}-0"]
+            assert score_indexed(s, schema, "facts", query_terms(word), [rid], corpus=None).get(rid, 0) > 0, word
+
+
+BROKEN_WAL = """
+import os, sys, duckdb
+from recallfs.query.fts_extension import fts_extension_path
+conn = duckdb.connect(sys.argv[1])
+conn.execute(f"LOAD '{fts_extension_path()}'")
+conn.execute("CREATE TABLE docs(id INT, body TEXT)")
+conn.execute("INSERT INTO docs SELECT i, 'word ' || i FROM range(10) t(i)")
+for step in "rcr":  # DuckDB's own overwrite, as recallfs did before drop_fts_objects
+    if step == "c":
+        conn.execute("CHECKPOINT")
+    else:
+        conn.execute("PRAGMA create_fts_index('docs', 'id', 'body', overwrite=1)")
+os._exit(0)
+"""
+
+
+def test_a_store_whose_log_cannot_be_replayed_says_what_to_do(tmp_path):
+    """A store left by the DuckDB replay failure above (an older recallfs, or another cause): the
+    error names the log and the way out, and says what that way out loses; nothing is moved for the user."""
+    store = tmp_path / "store.duckdb"
+    subprocess.run([str(Path(RECALLFS).parent / "python"), "-c", BROKEN_WAL, str(store)], check=True, timeout=120)
+    proc = run_cli("status", env=env_for(store, tmp_path))
+    assert proc.returncode == 1, proc
+    message = proc.stderr
+    assert f"cannot replay its write-ahead log {store}.wal" in message, message
+    assert f"move {store}.wal aside" in message and "since that checkpoint" in message, message
+    assert Path(f"{store}.wal").exists()
