@@ -8,7 +8,10 @@ vector addition per query term (a millisecond at 100k rows). The scores are matc
 b = 0.75, its idf), so rankings are unchanged.
 
 An entry is keyed on the index's build time in `main.fts_state`: an ingest that rebuilds the index makes
-the next query load the new postings.
+the next query load the new postings. The index's tables and that build time are read in one snapshot
+(a rebuild committed between two of the reads once mixed two builds: an IndexError, and a recall without
+that table's lexical hits), and a build newer than the caller's is IndexMoved, so the caller reads the
+index's state again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from recallfs.query.caches import LruCache
-from recallfs.query.cursor import Cursor
+from recallfs.query.cursor import Cursor, read_snapshot
 from recallfs.query.term_table import TermTable
 
 K1, B = 1.2, 0.75  # match_bm25's defaults
@@ -169,6 +172,15 @@ def top_k(scores: np.ndarray, rids: np.ndarray, allowed: np.ndarray | None, limi
     return [int(r) for r in rids[cand[order]]]
 
 
+def fts_schema(schema: str, table: str) -> str:
+    """The schema of a table's FTS index (`create_fts_index` names it)."""
+    return f"fts_{schema}_{table}"
+
+
+class IndexMoved(RuntimeError):
+    """The index was rebuilt after the caller read its state: read the state again."""
+
+
 class PostingsCache:
     """Postings of recently used indexes, keyed on (store path, fts schema, build time)."""
 
@@ -176,7 +188,8 @@ class PostingsCache:
         self._cache: LruCache[tuple[str, str, object], Postings] = LruCache(size)
         self._build_lock = threading.Lock()  # one load at a time: a burst of first queries loads once
 
-    def get(self, cur: Cursor, store_path: str, fts: str, built_at: object) -> Postings:
+    def get(self, cur: Cursor, store_path: str, schema: str, table: str, built_at: object) -> Postings:
+        fts = fts_schema(schema, table)
         key = (store_path, fts, built_at)
         hit = self._cache.get(key)
         if hit is not None:
@@ -184,8 +197,14 @@ class PostingsCache:
         with self._build_lock:
             hit = self._cache.get(key)
             if hit is None:
-                hit = load_postings(cur, fts)
-                self._cache.put(key, hit)
+                with read_snapshot(cur):
+                    row = cur.execute("SELECT built_at FROM main.fts_state WHERE schema_name = ? AND tbl = ?",
+                                      [schema, table]).fetchone()
+                    hit = load_postings(cur, fts)
+                seen = row[0] if row else None
+                self._cache.put((store_path, fts, seen), hit)
+                if seen != built_at:
+                    raise IndexMoved(f"{fts} was rebuilt at {seen}, after the state of {built_at} was read")
         return hit
 
 

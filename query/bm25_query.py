@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from recallfs.query.bm25_memory import POSTINGS, Postings, top_k
+from recallfs.query.bm25_memory import POSTINGS, IndexMoved, Postings, fts_schema, top_k
 from recallfs.query.bm25_reader import readable_corpus, reader_bm25
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
@@ -21,10 +21,6 @@ from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling
 
 Clause = tuple[str, list[object]]  # (sql over alias `m`, its parameters)
-
-
-def fts_schema(schema: str, table: str) -> str:
-    return f"fts_{schema}_{table}"
 
 
 @dataclass(frozen=True)
@@ -37,7 +33,11 @@ class IndexState:
 
 
 _STATE: LruCache[tuple[Any, ...], Any] = LruCache(512, generation=by_table_generation)
-def index_state(store: Store, schema: str, table: str) -> IndexState:
+MOVES = 3  # reads of the index's state when rebuilds keep landing between it and the index's tables
+
+
+def index_state(store: Store, schema: str, table: str, *, fresh: bool = False) -> IndexState:
+    """`fresh`: read it now, not from the cache (whose key moves on only after the commit returned)."""
     def compute() -> IndexState:
         cur = store.cursor()
         row = cur.execute(
@@ -47,8 +47,27 @@ def index_state(store: Store, schema: str, table: str) -> IndexState:
         return IndexState(int(row[0]) if row else 0, row[1] if row else None, int(top[0]) if top else 0)
 
     key = (str(store.path), *table_state(store, schema, table), schema, table)  # its fts_state row and rows
+    if fresh:
+        _STATE.put(key, compute())
     state: IndexState = _STATE.get_or_compute(key, compute)
     return state
+
+
+def indexed_bm25(store: Store, schema: str, table: str, terms: list[str],
+                 corpus: Clause | None) -> tuple[IndexState, Bm25Scores | None]:
+    """The index's state and, when it holds rows, table_bm25 over it; both again when a rebuild landed
+    between reading the state and reading the index (IndexMoved)."""
+    state = index_state(store, schema, table)
+    for attempt in range(MOVES):
+        if state.watermark <= 0:
+            return state, None
+        try:
+            return state, table_bm25(store, schema, table, terms, state, corpus)
+        except IndexMoved:
+            if attempt == MOVES - 1:
+                raise
+            state = index_state(store, schema, table, fresh=True)
+    raise AssertionError("unreachable")
 
 
 # term -> its stems as the index holds them. Per term rather than per query: an agent's queries differ
@@ -128,7 +147,7 @@ def table_bm25(store: Store, schema: str, table: str, terms: list[str], state: I
     caller may not read them all (query/bm25_reader.py)."""
     cur = store.cursor()
     fts = fts_schema(schema, table)
-    postings = POSTINGS.get(cur, str(store.path), fts, state.built_at)
+    postings = POSTINGS.get(cur, str(store.path), schema, table, state.built_at)
     delta = delta_postings(store, schema, table, fts, state.watermark) if state.max_rid > state.watermark else None
     sides = [postings] if delta is None else [postings, delta]
     readable = allowed_rids(store, schema, table, *corpus) if corpus is not None else None

@@ -19,7 +19,8 @@ write-ahead log then grew by each write until DuckDB ran out of memory (develope
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import duckdb
@@ -107,3 +108,22 @@ class Cursor:
     def raw(self) -> duckdb.DuckDBPyConnection:
         """The wrapped connection (for closing it)."""
         return self._conn
+
+
+@contextmanager
+def read_snapshot(cur: Cursor) -> Iterator[Cursor]:
+    """Statements in this block see one committed state of the store. Each statement outside a
+    transaction sees the latest commit, so reads that must agree (an index's tables) would otherwise
+    mix two builds when a writer commits between them. Inside a caller's transaction, that one."""
+    try:
+        cur.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        yield cur  # already in a transaction, which is a snapshot
+        return
+    try:
+        yield cur
+    except BaseException:
+        with suppress(duckdb.Error):
+            cur.execute("ROLLBACK")
+        raise
+    cur.execute("COMMIT")  # nothing was written: this only ends the snapshot

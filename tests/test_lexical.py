@@ -259,7 +259,8 @@ STEM_QUERIES = [
 
 @pytest.mark.parametrize("query", STEM_QUERIES)
 def test_stems_per_term_are_the_stems_of_the_whole_query(store, query):
-    from recallfs.query.bm25_query import fts_schema, index_stems
+    from recallfs.query.bm25_memory import fts_schema
+    from recallfs.query.bm25_query import index_stems
 
     cur = store.cursor()
     schema = store.schema_for(ME)
