@@ -35,7 +35,7 @@ def yaml_scalar(value: Any, *, flow: bool = False) -> str:
     if isinstance(value, int | float):
         return repr(value) if isinstance(value, float) else str(value)
     if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
+        return value.isoformat()  # as stored: a file written back must give the same time
     if isinstance(value, list | tuple):
         return "[" + ", ".join(yaml_scalar(v, flow=True) for v in value) + "]"
     if isinstance(value, dict):

@@ -96,3 +96,20 @@ def test_an_unchanged_turn_copy_stores_nothing(mounted: Mount) -> None:
     before = {n: (turns / n).read_text() for n in os.listdir(turns)}
     sh(f"cp '{turns}'/*.md inbox/", mounted.path)
     assert {n: (turns / n).read_text() for n in os.listdir(turns)} == before
+
+
+def test_a_memory_written_through_the_inbox_edits_like_any_other(mounted: Mount, tmp_path: Path) -> None:
+    """Its created_at is the moment of the write, to the microsecond. The file showed it to the second,
+    so a copy written back was dated before the memory it copied: an edit went to history only (facts/
+    still showed the old text) and an unchanged copy stored another version."""
+    sh("echo 'The build server is bld-one' > inbox/build.md", mounted.path)
+    src = only(mounted.path / "facts", "bld-one")
+    stamp = next(line for line in src.read_text().splitlines() if line.startswith("created_at:"))
+    history = mounted.path / "history" / src.read_text().split("\nid: ", 1)[1].split("\n", 1)[0]
+    sh(f"cp '{src}' {tmp_path}/same.md && cp {tmp_path}/same.md inbox/", mounted.path)
+    assert os.listdir(history) == ["v1.md"]
+    sh(f"sed 's/bld-one/bld-two/' '{src}' > {tmp_path}/b.md && cp {tmp_path}/b.md inbox/", mounted.path)
+    assert not [n for n in os.listdir(mounted.path / "facts") if "bld-one" in n]
+    now = only(mounted.path / "facts", "bld-two").read_text()
+    assert "version: 2" in now and stamp in now  # the edit keeps the date the file gave
+    assert sorted(os.listdir(history)) == ["v1.md", "v2.md"]
