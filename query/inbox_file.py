@@ -71,7 +71,8 @@ def parse_inbox_file(name: str, data: bytes, writer: Writer) -> list[MemoryRecor
 
 def _decoded(data: bytes) -> str:
     try:
-        return data.decode("utf-8")
+        # A byte order mark is not text: left in, it hid a file's front matter (stored as content).
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise InboxError("not valid UTF-8", data[: exc.start].count(b"\n") + 1) from None
 

@@ -85,6 +85,16 @@ def test_invalid_utf8_points_at_its_line():
     assert info.value.line == 3
 
 
+@pytest.mark.parametrize(("name", "text"), [
+    ("bom.md", "\ufeff---\nkind: decision\n---\nWe ship on Fridays.\n"),
+    ("bom.jsonl", '\ufeff{"type": "fact", "source_id": "b1", "kind": "decision", "content": "We ship on Fridays."}\n'),
+])
+def test_a_byte_order_mark_is_not_text(name, text):
+    """Some editors start a UTF-8 file with one: the front matter was stored as the memory's text."""
+    rec = _one(name, text)
+    assert (rec.kind, rec.content) == ("decision", "We ship on Fridays.")
+
+
 def test_jsonl_is_read_as_ingest_reads_it():
     text = ('{"type": "turn", "source_id": "t1", "created_at": "2026-11-01T10:00:00Z", "session": "s1", "seq": 0, '
             '"speaker": "maya", "content": "hello"}\n\n// a comment\n'

@@ -22,8 +22,9 @@ class JsonLineError(ValueError):
 
 def json_lines(text: str) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value) of every record line; blank lines and `//` comments are skipped.
-    Raises JsonLineError at the first line that does not decode."""
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    Raises JsonLineError at the first line that does not decode. A leading byte order mark (some
+    editors write one) is not part of the first record."""
+    for lineno, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
             continue
