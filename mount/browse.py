@@ -29,7 +29,7 @@ from recallfs.mount.entries import (
     directory,
 )
 from recallfs.mount.index_page import Place, index_bytes
-from recallfs.mount.listings import Batch, Listings, turn_names
+from recallfs.mount.listings import Batch, Listings, named_turns
 from recallfs.mount.lookups import Lookups
 from recallfs.mount.paths import Kind, Match
 from recallfs.query.catalog import Catalog
@@ -142,10 +142,7 @@ class Browser:
                  else self.reader.session_turns(sessions))
         out: dict[int, str] = {}
         for session in sessions:
-            metas = sorted(turns.get(session, []),
-                           key=lambda m: (m.seq if m.seq is not None else -1, m.created_at, m.rid))
-            names = turn_names([{"seq": m.seq, "speaker": m.speaker, "id": m.id} for m in metas])
-            out.update((m.rid, name) for m, name in zip(metas, names, strict=True))
+            out.update((m.rid, name) for m, name in named_turns(turns.get(session, [])))
         return out
 
     # -- change sets (for kernel invalidation after an ingest) -----------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from recallfs.mount import render
-from recallfs.mount.entries import INDEX_DEP, ContentKey, Entry, Listing, blob, directory
+from recallfs.mount.entries import INDEX_DEP, ContentKey, Entry, Listing, NotFound, blob, directory
 from recallfs.mount.known_files import Known, KnownFiles
 from recallfs.mount.names import disambiguate, encode_value, fact_name, turn_name, version_name
 from recallfs.mount.paths import KINDS, TRUNCATED_NAME, Kind
@@ -79,15 +79,36 @@ def turn_names(rows: Sequence[Row]) -> list[str]:
     return names
 
 
+def named_turns(metas: Iterable[Meta]) -> list[tuple[Meta, str]]:
+    """A session's turns in listing order (the order session_listings sorts rows in), each with its
+    file name in turns/, without loading their rows."""
+    ordered = sorted(metas, key=lambda m: (m.seq if m.seq is not None else -1, m.created_at, m.rid))
+    names = turn_names([{"seq": m.seq, "speaker": m.speaker, "id": m.id} for m in ordered])
+    return list(zip(ordered, names, strict=True))
+
+
+def turn_entry(session: str, row: Row, name: str, files: KnownFiles, out: dict[ContentKey, bytes]) -> Entry:
+    return Entry(name, Kind.TURN, content=files.of_row(row, out).content, mtime=row["created_at"],
+                 deps=(("session", session),))
+
+
+def turn_lookup(catalog: Catalog, cat: Readable, session: str, name: str) -> tuple[Entry, dict[ContentKey, bytes]]:
+    """One file of sessions/<session>/turns/, listed or not: a listing cut at max_rows shows the newest
+    turns, and the others must still open by name (as its _truncated.md says)."""
+    meta = next((m for m, n in named_turns(cat.sessions().get(session, {}).get("turns", [])) if n == name), None)
+    rows = catalog.load_metas(cat, [meta]) if meta is not None else []
+    if not rows:
+        raise NotFound(name)
+    out: dict[ContentKey, bytes] = {}
+    return turn_entry(session, rows[0], name, KnownFiles(cat), out), out
+
+
 def turns_listing(session: str, rows: list[Row], max_rows: int, files: KnownFiles) -> Listing:
     truncated = (max_rows, len(rows)) if len(rows) > max_rows else None
     out: dict[ContentKey, bytes] = {}
-    entries = []
-    deps = (("session", session),)
     names = turn_names(rows)  # names first, so a cut listing keeps the names of the full one
-    for row, name in list(zip(rows, names, strict=True))[-max_rows:]:
-        content = files.of_row(row, out).content
-        entries.append(Entry(name, Kind.TURN, content=content, mtime=row["created_at"], deps=deps))
+    entries = [turn_entry(session, row, name, files, out)
+               for row, name in list(zip(rows, names, strict=True))[-max_rows:]]
     return finish(entries, out, truncated, f"sessions/{session}/turns/")
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from recallfs.mount.entries import ContentKey, Entry, NeedsListing, NotFound, directory
-from recallfs.mount.listings import entity_entry, fact_entries
+from recallfs.mount.listings import entity_entry, fact_entries, turn_lookup
 from recallfs.mount.names import decode_value, encode_value
 from recallfs.mount.paths import Kind, Match
 from recallfs.query.catalog import Catalog
@@ -41,6 +41,8 @@ class Lookups:
             return self._fact(cat, parent_kind, parent_params, name, str(match.params["id"]))
         if match.kind in _VALUE_DIRS:
             return self._value_dir(cat, match), {}
+        if match.kind is Kind.TURN:
+            return turn_lookup(self.catalog, cat, str(parent_params["session"]), name)
         handler = self._BY_KIND.get(match.kind)
         if handler is None:
             raise NeedsListing(name)

@@ -87,7 +87,7 @@ KINDS: dict[Kind, KindInfo] = {
     Kind.SUMMARY: _PLAIN,
     Kind.TRANSCRIPT: _PLAIN,
     Kind.TURNS: KindInfo(truncatable=True, batch_key="session"),
-    Kind.TURN: _PLAIN,
+    Kind.TURN: KindInfo(direct=True),  # turns/ is cut at max_rows; every turn still opens by name
     Kind.ENTITIES: _FIXED_LIST,
     Kind.ENTITY: KindInfo(direct=True),
     Kind.HISTORY: _FIXED_LIST,

@@ -519,6 +519,41 @@ def test_listings_cut_at_max_rows(tmp_path: Path) -> None:
         stop_mount(mount)
 
 
+def test_turns_past_a_cut_listing_open_by_name(tmp_path: Path) -> None:
+    """turns/ shows a session's newest max_rows turns and _truncated.md says the others open by name;
+    they did not (ENOENT), and recall hits named them in their `path:`. Two turns share a seq and speaker,
+    so one name is told apart by id, which the lookup must work out as the listing does."""
+    records = [turn("long-call", i, "ana" if i % 2 else "bo", f"point {i} of the long call", id=f"t-{i:02d}",
+                    created_at=f"2026-05-02T10:{i:02d}:00") for i in range(12)]
+    records.append(turn("long-call", 3, "ana", "point 3 again", id="t-dup", source_id="long-call#3b",
+                        created_at="2026-05-02T10:30:00"))
+    build_store(tmp_path, records, base_env(tmp_path))
+    full = {}
+    mount = start_mount(tmp_path, base_env(tmp_path, RECALLFS_MAX_ROWS="100000"), name="full")
+    try:
+        turns = mount.path / "sessions" / "long-call" / "turns"
+        full = {n: (turns / n).read_bytes() for n in os.listdir(turns)}
+    finally:
+        stop_mount(mount)
+    assert len(full) == 13 and any("t-dup" in n for n in full), sorted(full)
+    mount = start_mount(tmp_path, base_env(tmp_path, RECALLFS_MAX_ROWS="4"), name="cut")
+    try:
+        turns = mount.path / "sessions" / "long-call" / "turns"
+        listed = os.listdir(turns)
+        assert "_truncated.md" in listed and len(listed) == 5, listed
+        for name, data in full.items():  # every turn, listed or not, with the bytes of the uncut mount
+            assert (turns / name).read_bytes() == data, name
+            assert os.stat(turns / name).st_size == len(data)
+        with pytest.raises(FileNotFoundError):
+            (turns / "0099-ana.md").read_bytes()
+        hits = mount.path / "recall" / "point 1 of the long call"
+        path = next(line for line in sorted(hits.glob("01-*"))[0].read_text().splitlines() if line.startswith("path:"))
+        target = Path(path.split("path: ", 1)[1])
+        assert target.parent == turns and target.read_bytes() == full[target.name]
+    finally:
+        stop_mount(mount)
+
+
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("big")
