@@ -155,7 +155,7 @@ class Catalog:
     def lineage(self, cat: Readable, table: str, rid: int) -> Lineage:
         """Whether this version is current, and what replaced it and what it replaced, naming only
         versions this principal may read (query/lineage.py)."""
-        links = cat.derived("links", lambda: partition_links(self.store, cat.schema))
+        links = cat.derived("links", lambda: partition_links(self.store, cat.schema).for_reader(cat.readable))
         return links.lineage(rid, rid in cat.current[table]).visible(lambda ref: _readable(cat, ref))
 
     def neighbours(self, ids: Iterable[str]) -> set[str]:

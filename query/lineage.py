@@ -20,7 +20,7 @@ names a memory the reader's policy hides.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
@@ -140,6 +140,17 @@ def links_of(versions: Iterable[Version]) -> dict[int, Links]:
 @dataclass(slots=True)
 class PartitionLinks:
     links: dict[int, Links] = field(default_factory=dict)
+    versions: tuple[Version, ...] = ()  # what the links were worked out from (every linked version)
+
+    def for_reader(self, readable: Mapping[str, Container[int]]) -> PartitionLinks:
+        """The links a store holding only the versions this reader may read would have. Filtering the
+        store's links instead broke a chain at a hidden version: a fact replaced, through its slot, by a
+        private fact and then by one the reader sees showed `superseded_by: null`, and the newest
+        `supersedes: []`, where a store without the private fact links the two."""
+        mine = [v for v in self.versions if v.rid in readable.get(v.table, ())]
+        if len(mine) == len(self.versions):
+            return self
+        return PartitionLinks(links_of(mine), tuple(mine))
 
     def lineage(self, rid: int, current: bool) -> Lineage:
         found = self.links.get(rid)
@@ -170,19 +181,37 @@ def partition_links(store: Store, schema: str) -> PartitionLinks:
     """The links of one partition, computed once per store generation. A memory with one version and
     no link (most turns) is not read at all."""
     def compute() -> PartitionLinks:
-        return PartitionLinks(links_of(v for table in MEMORY_TABLES for v in _rows(store, schema, table)))
+        versions = tuple(v for table in MEMORY_TABLES for v in _rows(store, schema, table))
+        return PartitionLinks(links_of(versions), versions)
 
     return _CACHE.get_or_compute((str(store.path), *store_state(store), schema), compute)
+
+
+_READER: LruCache[tuple[Any, ...], PartitionLinks] = LruCache(64, generation=by_generation)
+
+
+def reader_links(store: Store, principal: Principal, schema: str) -> PartitionLinks:
+    """partition_links as `principal` may read them (PartitionLinks.for_reader), once per generation."""
+    def compute() -> PartitionLinks:
+        store_links = partition_links(store, schema)
+        wanted: dict[str, list[int]] = {}
+        for v in store_links.versions:
+            wanted.setdefault(v.table, []).append(v.rid)
+        cur = store.cursor()
+        return store_links.for_reader({table: set(authorize(cur, principal, schema, table, rids, current_only=False))
+                                       for table, rids in wanted.items()})
+
+    return _READER.get_or_compute((str(store.path), *store_state(store), schema, principal), compute)
 
 
 def replaced_by_hits(
     store: Store, principal: Principal, schema: str, hits: Sequence[tuple[str, int]]
 ) -> dict[int, list[str]]:
-    """rid -> the versions each (table, rid) replaced, as `<id>/v<n>`, cut to those `principal` may
-    read (the gate, every version): what a recall hit says it replaces."""
+    """rid -> the versions each (table, rid) replaced, as `<id>/v<n>`, among those `principal` may read
+    (the gate, every version): what a recall hit says it replaces."""
     if not hits:
         return {}
-    links = partition_links(store, schema).links
+    links = reader_links(store, principal, schema).links
     older = {rid: links[rid][1] for _, rid in hits if rid in links and links[rid][1]}
     wanted: dict[str, set[int]] = {}
     for refs in older.values():

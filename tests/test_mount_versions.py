@@ -134,3 +134,34 @@ def test_a_version_read_before_a_link_moves_away_is_not_served_stale(tmp_path: P
         assert "f-runner-c/v1" not in out.replace("f-runner-c/v2", "")  # only c's own v1 -> v2 link names c
     finally:
         stop_mount(mount)
+
+
+def test_a_chain_through_a_hidden_version_links_what_the_reader_sees(tmp_path: Path) -> None:
+    """Found on a --map-uid mount: a slot's facts, the middle one another agent's private fact. The reader
+    saw the oldest as replaced by nothing (`superseded_by: null`) and the newest as replacing nothing,
+    which told it something hidden sat between them. Every file must equal a store that never held it."""
+    chain = [fact(f"h-{k}", f"The staging database host is pg-{k}", id=f"f-host-{k}", slot="db.host",
+                  created_at=f"2026-0{m}-01T09:00:00Z") for k, m in (("alpha", 1), ("bravo", 3))]
+    private = fact("h-x", "The staging database host is pg-secret", id="f-host-x", slot="db.host", agent="other",
+                   visibility="private", created_at="2026-02-01T09:00:00Z")
+    views = {}
+    for name, records in (("full", [*chain, private]), ("clean", chain)):
+        base = tmp_path / name
+        base.mkdir()
+        env = base_env(base)
+        build_store(tmp_path, records, env)  # one source path for both stores (front matter `source`)
+        mount = start_mount(base, env)
+        try:
+            history = mount.path / "history"
+            views[name] = {f"{d.name}/{v.name}": v.read_bytes() for d in history.iterdir() for v in d.iterdir()}
+            assert lineage(history / "f-host-alpha" / "v1.md") == (False, "f-host-bravo/v1", [])
+            assert lineage(history / "f-host-bravo" / "v1.md") == (True, None, ["f-host-alpha/v1"])
+            hit = json.loads(mount.cli("recall", "staging database host", "--format", "json").stdout)["hits"][0]
+            assert (hit["id"], hit["replaces"]) == ("f-host-bravo", ["f-host-alpha/v1"])
+        finally:
+            stop_mount(mount)
+    assert views["full"].keys() == views["clean"].keys()
+    for name, data in views["full"].items():  # the same but for when each store was written
+        mine, theirs = ([line for line in d.decode().splitlines() if not line.startswith("ingested_at:")]
+                        for d in (data, views["clean"][name]))
+        assert mine == theirs, name
