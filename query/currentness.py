@@ -8,7 +8,8 @@ Memory rows are append-only. A memory is current when:
   non-deleted fact's `supersedes: old`, or from a fact's `superseded_by: new` naming a fact that exists and is
   not deleted (so deleting a correction brings back what it had replaced, and a pointer to a fact
   not ingested yet hides nothing);
-- and, for facts sharing a slot key, it is the newest such fact.
+- and, for facts sharing a slot key, no newer such fact replaced it: one replaces the older facts of its
+  slot that its author may read (query/slot_succession.py), so usually only the newest is current.
 
 Chains are walked to their head, at most MAX_CHAIN steps, and a cycle (bad data) resolves to its
 newest member rather than hiding every member or looping.
@@ -22,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from recallfs.query.cursor import Cursor
+from recallfs.query.slot_succession import SlotMember, blind_pairs, slot_successors
 
 # A memory's head among its versions: the newest by time, then the last to arrive (query/versioning.py).
 HEAD_ORDER = "PARTITION BY id ORDER BY created_at DESC, version DESC, rid DESC"
@@ -139,10 +141,16 @@ def head_queries(
         out.append((table, f"""SELECT rid FROM (
                 SELECT rid, status, row_number() OVER ({HEAD_ORDER}) AS rn FROM {rows.format(table=table)})
             WHERE rn = 1 AND status = 'active'""", list(params)))
-    if "facts" not in tables:
-        return out
+    if "facts" in tables:
+        out.append(("facts", *_fact_heads(cur, schema, rows.format(table="facts"), list(params))))
+    return out
+
+
+def _fact_heads(cur: Cursor, schema: str, rows: str, params: list[object]) -> tuple[str, list[object]]:
+    """(sql, params) of the current facts among `rows`: the latest version of each id, active, whose
+    supersession chain ends at itself, and not replaced in its slot (query/slot_succession.py)."""
     latest = f"""SELECT * FROM (
-            SELECT *, row_number() OVER ({HEAD_ORDER}) AS rn FROM {rows.format(table="facts")})
+            SELECT *, row_number() OVER ({HEAD_ORDER}) AS rn FROM {rows})
         WHERE rn = 1"""
     # Only facts that take part in a link matter to the chain walk; the rest are read by SQL alone.
     linked = cur.execute(
@@ -151,21 +159,36 @@ def head_queries(
                       UNION SELECT superseded_by FROM latest WHERE superseded_by IS NOT NULL)
         SELECT id, status, supersedes, superseded_by, created_at, version, rid FROM latest
         WHERE supersedes IS NOT NULL OR superseded_by IS NOT NULL OR id IN (SELECT id FROM named)""",
-        list(params),
+        params,
     ).fetchall()
     facts = {
         str(r[0]): FactState(str(r[0]), str(r[1]), r[2], r[3], r[4], int(r[5]), int(r[6])) for r in linked
     }
     gone = sorted(replaced_ids(facts))
-    out.append(("facts", f"""
-        WITH latest AS ({latest}),
+    alive = f"""WITH latest AS ({latest}),
         alive AS (
             SELECT * FROM latest
-            WHERE status = 'active' AND id NOT IN (SELECT unnest(?::VARCHAR[]))),
+            WHERE status = 'active' AND id NOT IN (SELECT unnest(?::VARCHAR[])))"""
+    blind = blind_pairs(cur, schema)
+    if blind:  # an author may not read a fact in a slot it wrote to: those slots are worked out in Python
+        special = "nfc_normalize(slot) IN (SELECT unnest(?::VARCHAR[]))"
+        members = [SlotMember(int(r[0]), str(r[1]), str(r[2]), r[3], int(r[4])) for r in cur.execute(
+            f"{alive} SELECT rid, slot, agent, created_at, version FROM alive WHERE slot IS NOT NULL AND {special}",
+            [*params, gone, sorted(blind.slots)]).fetchall()]
+        replaced = sorted(slot_successors(members, blind))
+        return (f"""{alive},
+            ranked AS (
+                SELECT rid, row_number() OVER (
+                    PARTITION BY coalesce(nfc_normalize(slot), '\\x00' || id)
+                    ORDER BY created_at DESC, version DESC, rid DESC) AS srn
+                FROM alive WHERE slot IS NULL OR NOT {special})
+            SELECT rid FROM ranked WHERE srn = 1
+            UNION ALL SELECT unnest(?::BIGINT[])""",
+                [*params, gone, sorted(blind.slots), sorted({m.rid for m in members} - set(replaced))])
+    return (f"""{alive},
         ranked AS (
             SELECT rid, row_number() OVER (
                 PARTITION BY coalesce(nfc_normalize(slot), '\\x00' || id)  -- one slot in either Unicode form
                 ORDER BY created_at DESC, version DESC, rid DESC) AS srn
             FROM alive)
-        SELECT rid FROM ranked WHERE srn = 1""", [*params, gone]))
-    return out
+        SELECT rid FROM ranked WHERE srn = 1""", [*params, gone])

@@ -1,7 +1,7 @@
 """A write through inbox/ stays inside what its writer may read (found 2026-12-04 by probing a mount).
 
 Before, an agent whose policy hides a memory could still change it by naming it: `supersedes: <id>` retired
-it for its owner, a `slot` it shared (or an `id`) made the write that memory's next version, and
+it for its owner, an `id` made the write that memory's next version, and
 `superseded_by: <id>` turned the writer's own fact non-current exactly when the hidden id existed, which
 told the writer it did. Refusing such a write would tell it just as much. So a write is read as it would
 be in a store that never held the memories its writer cannot see:
@@ -10,8 +10,10 @@ be in a store that never held the memories its writer cannot see:
   id nobody wrote has no effect;
 - a record whose id is a memory the writer cannot read takes an id of its own (derived from the writer
   and that id, so writing it again is the next version of the writer's own memory);
-- a slot that holds a memory the writer cannot read is dropped from the record: the writer's later
-  writes still chain through its own id, and the hidden memory stays current for those who read it.
+
+A `slot` is kept: a fact replaces only the facts of its slot that its author may read
+(query/slot_succession.py), so a hidden fact in the slot stays current for those who read it. (Until
+2026-12-07 such a slot was dropped from the record here, which the writer could see in its own file.)
 
 What the writer can read is the gate's own clause (`query/gate.scope_clause`, every version).
 """
@@ -22,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from recallfs.query.gate import scope_clause
-from recallfs.query.labels import label_forms
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.records import MemoryRecord, derive_id
 from recallfs.query.store import Store
@@ -35,40 +36,26 @@ def confine_to_view(store: Store, writer: Principal, records: Sequence[MemoryRec
     if schema is None or not records:
         return list(records)
     ids = sorted({i for r in records for i in (r.id, r.supersedes, r.superseded_by) if i})
-    slots = sorted({form for r in records if r.slot for form in label_forms(r.slot)})
-    hidden_ids, hidden_slots = _hidden(store, schema, writer, ids, slots)
-    if not hidden_ids and not hidden_slots:
+    hidden_ids = _hidden(store, schema, writer, ids) if ids else set()
+    if not hidden_ids:
         return list(records)
     out: list[MemoryRecord] = []
     for rec in records:
         own_id = derive_id(rec.table, f"{writer.agent}/{rec.id}") if rec.id in hidden_ids else rec.id
         supersedes = None if rec.supersedes in hidden_ids else rec.supersedes
         superseded_by = None if rec.superseded_by in hidden_ids else rec.superseded_by
-        slot = None if rec.slot is not None and rec.slot in hidden_slots else rec.slot
-        if (own_id, supersedes, superseded_by, slot) == (rec.id, rec.supersedes, rec.superseded_by, rec.slot):
+        if (own_id, supersedes, superseded_by) == (rec.id, rec.supersedes, rec.superseded_by):
             out.append(rec)
         else:
-            out.append(replace(rec, id=own_id, supersedes=supersedes, superseded_by=superseded_by, slot=slot))
+            out.append(replace(rec, id=own_id, supersedes=supersedes, superseded_by=superseded_by))
     return out
 
 
-def _hidden(
-    store: Store, schema: str, writer: Principal, ids: list[str], slots: list[str]
-) -> tuple[set[str], set[str]]:
-    """(ids, slots) of rows, any version, that exist in the writer's workspace but that it may not read."""
+def _hidden(store: Store, schema: str, writer: Principal, ids: list[str]) -> set[str]:
+    """Ids of rows, any version, that exist in the writer's workspace but that it may not read."""
     where, params = scope_clause(writer, schema, None, current_only=False)
-    hidden_ids: set[str] = set()
-    hidden_slots: set[str] = set()
     cur = store.cursor()
-    for table in MEMORY_TABLES:
-        slot_test = "m.slot IN (SELECT unnest(?::VARCHAR[]))" if table == "facts" else "false"
-        for mem_id, slot in cur.execute(
-            f"""SELECT m.id, {'m.slot' if table == 'facts' else 'NULL'} FROM {schema}.{table} m
-                WHERE (m.id IN (SELECT unnest(?::VARCHAR[])) OR {slot_test}) AND NOT coalesce(({where}), false)""",
-            [ids, *([slots] if table == "facts" else []), *params],
-        ).fetchall():
-            if mem_id in ids:
-                hidden_ids.add(str(mem_id))
-            if slot is not None:
-                hidden_slots.update(label_forms(str(slot)))
-    return hidden_ids, hidden_slots
+    return {str(mem_id) for table in MEMORY_TABLES for (mem_id,) in cur.execute(
+        f"""SELECT DISTINCT m.id FROM {schema}.{table} m
+            WHERE m.id IN (SELECT unnest(?::VARCHAR[])) AND NOT coalesce(({where}), false)""",
+        [ids, *params]).fetchall()}

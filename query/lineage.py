@@ -10,7 +10,8 @@ replaced it, `supersedes` the versions it replaced, as `<id>/v<version>` (the fi
 - a memory whose head a supersession link replaces (`supersedes` / `superseded_by` between ids): its
   head is superseded by the head of the memory that replaced it (the immediate link, not the end of
   the chain, so a chain reads step by step);
-- facts sharing a slot: each live fact's head is superseded by the next newer live fact's head.
+- facts sharing a slot: each live fact's head is superseded by the next newer live fact's head whose
+  author may read it (query/slot_succession.py).
 
 `links_of` is pure (tested from tables). `partition_links` reads the rows that can take part in a link
 (memories with more than one version, facts with a slot or a link, facts a link names) once per store
@@ -30,12 +31,12 @@ from recallfs.query.caches import LruCache
 from recallfs.query.currentness import FactState, fact_links, replaced_ids
 from recallfs.query.derived import by_generation, store_state
 from recallfs.query.gate import authorize
-from recallfs.query.labels import label
 from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.slot_succession import NOT_BLIND, Blind, SlotMember, blind_pairs, slot_successors
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
-__all__ = ["Lineage", "Ref", "Version", "links_of", "partition_links", "replaced_by_hits"]
+__all__ = ["Lineage", "Links", "Ref", "Version", "links_of", "partition_links", "reader_links", "replaced_by_hits"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,7 @@ class Version:
     slot: str | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
+    author: str = ""
 
     def order(self) -> tuple[datetime, int, int]:
         return (self.created_at, self.version, self.rid)
@@ -104,31 +106,27 @@ def _by_memory(versions: Iterable[Version]) -> dict[tuple[str, str], list[Versio
     return groups
 
 
-def _fact_successors(heads: dict[str, Version]) -> dict[int, Ref]:
+def _fact_successors(heads: dict[str, Version], blind: Blind) -> dict[int, Ref]:
     """head rid -> the head that replaced it, by supersession link or by slot."""
     states = {fid: FactState(fid, v.status, v.supersedes, v.superseded_by, v.created_at, v.version, v.rid)
               for fid, v in heads.items()}
     links = fact_links(states)
     gone = replaced_ids(states)
     out = {heads[old].rid: heads[new].ref() for old, new in links.items() if old in gone}
-    slots: dict[str, list[Version]] = {}
-    for fid, v in heads.items():
-        if v.slot is not None and v.status == "active" and fid not in gone:
-            slots.setdefault(label(v.slot), []).append(v)  # one slot in either Unicode form
-    for live in slots.values():
-        live.sort(key=Version.order)
-        out.update((older.rid, newer.ref()) for older, newer in pairwise(live))
+    live = {v.rid: v for fid, v in heads.items() if v.slot is not None and v.status == "active" and fid not in gone}
+    members = [SlotMember(v.rid, v.slot, v.author, v.created_at, v.version) for v in live.values() if v.slot]
+    out.update((older, live[newer].ref()) for older, newer in slot_successors(members, blind).items())
     return out
 
 
-def links_of(versions: Iterable[Version]) -> dict[int, Links]:
+def links_of(versions: Iterable[Version], blind: Blind = NOT_BLIND) -> dict[int, Links]:
     """rid -> (superseded_by, supersedes) for every version that has a link."""
     groups = _by_memory(versions)
     successor: dict[int, Ref] = {}
     for group in groups.values():
         successor.update((older.rid, newer.ref()) for older, newer in pairwise(group))
     fact_heads = {mem_id: group[-1] for (table, mem_id), group in groups.items() if table == "facts"}
-    successor.update(_fact_successors(fact_heads))
+    successor.update(_fact_successors(fact_heads, blind))
     refs = {v.rid: v.ref() for group in groups.values() for v in group}
     replaced: dict[int, list[Ref]] = {}
     for old, new in successor.items():
@@ -141,6 +139,7 @@ def links_of(versions: Iterable[Version]) -> dict[int, Links]:
 class PartitionLinks:
     links: dict[int, Links] = field(default_factory=dict)
     versions: tuple[Version, ...] = ()  # what the links were worked out from (every linked version)
+    blind: Blind = NOT_BLIND  # (author, rid) its read policy hides, among slot facts
 
     def for_reader(self, readable: Mapping[str, Container[int]]) -> PartitionLinks:
         """The links a store holding only the versions this reader may read would have. Filtering the
@@ -150,7 +149,7 @@ class PartitionLinks:
         mine = [v for v in self.versions if v.rid in readable.get(v.table, ())]
         if len(mine) == len(self.versions):
             return self
-        return PartitionLinks(links_of(mine), tuple(mine))
+        return PartitionLinks(links_of(mine, self.blind), tuple(mine), self.blind)
 
     def lineage(self, rid: int, current: bool) -> Lineage:
         found = self.links.get(rid)
@@ -167,14 +166,15 @@ _CACHE: LruCache[tuple[Any, ...], PartitionLinks] = LruCache(32, generation=by_g
 
 def _rows(store: Store, schema: str, table: str) -> list[Version]:
     facts = table == "facts"
-    slot = "slot, supersedes, superseded_by" if facts else "NULL, NULL, NULL"
+    slot = "slot, supersedes, superseded_by, agent" if facts else "NULL, NULL, NULL, agent"
     linked = f"""OR slot IS NOT NULL OR supersedes IS NOT NULL OR superseded_by IS NOT NULL
         OR id IN (SELECT supersedes FROM {schema}.facts UNION SELECT superseded_by FROM {schema}.facts)""" \
         if facts else ""
     rows = store.cursor().execute(
         f"""SELECT rid, id, version, created_at, status, {slot} FROM {schema}.{table}
             WHERE id IN (SELECT id FROM {schema}.{table} GROUP BY id HAVING count(*) > 1) {linked}""").fetchall()
-    return [Version(int(r[0]), table, str(r[1]), int(r[2]), r[3], str(r[4]), r[5], r[6], r[7]) for r in rows]
+    return [Version(int(r[0]), table, str(r[1]), int(r[2]), r[3], str(r[4]), r[5], r[6], r[7], str(r[8]))
+            for r in rows]
 
 
 def partition_links(store: Store, schema: str) -> PartitionLinks:
@@ -182,7 +182,8 @@ def partition_links(store: Store, schema: str) -> PartitionLinks:
     no link (most turns) is not read at all."""
     def compute() -> PartitionLinks:
         versions = tuple(v for table in MEMORY_TABLES for v in _rows(store, schema, table))
-        return PartitionLinks(links_of(versions), versions)
+        blind = blind_pairs(store.cursor(), schema)
+        return PartitionLinks(links_of(versions, blind), versions, blind)
 
     return _CACHE.get_or_compute((str(store.path), *store_state(store), schema), compute)
 

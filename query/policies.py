@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from recallfs.query.currentness import rebuild_heads
+from recallfs.query.cursor import Cursor
 from recallfs.query.store import Store
 from recallfs.scope.policy import ALL_AUTHORS, DEFAULT, Policy
 from recallfs.scope.principal import Principal
@@ -18,6 +20,7 @@ def set_policy(store: Store, principal: Principal, policy: Policy) -> None:
              [ALL_AUTHORS] if policy.authors is None else list(policy.authors), list(policy.visibilities),
              list(policy.deny_kinds), list(policy.deny_tags), datetime.now(), policy.writes],
         )
+        _slots_again(store, cur, principal)
 
 
 def remove_policy(store: Store, principal: Principal) -> bool:
@@ -26,7 +29,16 @@ def remove_policy(store: Store, principal: Principal) -> bool:
             "DELETE FROM main.policies WHERE org = ? AND workspace = ? AND agent = ? RETURNING agent",
             [principal.org, principal.workspace, principal.agent],
         ).fetchall()
+        _slots_again(store, cur, principal)
     return bool(row)
+
+
+def _slots_again(store: Store, cur: Cursor, principal: Principal) -> None:
+    """Which fact holds a slot depends on what its author may read (query/slot_succession.py), so a
+    changed policy recomputes the workspace's fact heads, in the same transaction."""
+    schema = store.partition(principal.org, principal.workspace)
+    if schema is not None:
+        rebuild_heads(cur, schema, {"facts": ("*",)})
 
 
 def get_policy(store: Store, principal: Principal) -> tuple[Policy, bool]:

@@ -1,7 +1,9 @@
 """A write through inbox/ cannot reach a memory its writer may not read (query/inbox_scope.py), found
 2026-12-04: `supersedes: <id>` retired another agent's private fact, a shared `slot` made the write its
 next version, and `superseded_by: <id>` told the writer whether a hidden id existed (its own fact went
-non-current only then). Real mount as `tester`; `other`'s private memories are hidden from it."""
+non-current only then). And 2026-12-07: the defence for a slot (dropping it from the record) showed in
+the writer's own file and left the visible fact it replaced current (query/slot_succession.py). Real
+mount as `tester`; `other`'s private memories are hidden from it."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ pytestmark = [needs_fuse, pytest.mark.mount]
 
 HIDDEN_SLOT = fact("pay-1", "Payday is the 15th", id="f-pay", slot="pay.day", agent="other", visibility="private",
                    created_at="2026-06-01T09:00:00Z")
+VISIBLE_SLOT = fact("pay-0", "Payday was the 30th", id="f-pay0", slot="pay.day", agent="other",
+                    created_at="2026-05-01T09:00:00Z")
 
 
 def _write(mount: Mount, name: str, text: str) -> None:
@@ -38,7 +42,7 @@ def _current_ids(store: Path) -> set[str]:
 
 def test_a_write_cannot_retire_or_probe_a_memory_its_writer_cannot_read(tmp_path: Path) -> None:
     env = base_env(tmp_path)
-    build_store(tmp_path, [*SAMPLE, HIDDEN_SLOT], env)
+    build_store(tmp_path, [*SAMPLE, VISIBLE_SLOT, HIDDEN_SLOT], env)
     mount = start_mount(tmp_path, env)
     try:
         facts = mount.path / "facts"
@@ -53,7 +57,14 @@ def test_a_write_cannot_retire_or_probe_a_memory_its_writer_cannot_read(tmp_path
         assert [n for n in listed if "retire-pelican" in n]
         marten = [n for n in listed if "slot-marten" in n]
         assert len(marten) == 1 and "2nd" in marten[0], marten  # the writer's own slot writes still chain
+        # as in a store without f-pay: the slot is kept, and the visible fact it held is replaced
+        assert not [n for n in listed if "30th" in n], listed
+        text = (facts / marten[0]).read_text()
+        assert "slot: pay.day" in text and "f-pay0/v1]" in text, text
+        first = (mount.path / "history" / "f-pay0" / "v1.md").read_text()
+        assert "current: false" in first and "superseded_by: f-" in first, first
     finally:
         stop_mount(mount)
     current = _current_ids(Path(env["RECALLFS_STORE"]))
     assert {"f-secret", "f-pay"} <= current, current  # `other`'s memories are as they were
+    assert "f-pay0" not in current, current

@@ -41,6 +41,10 @@ CASES = {
     "a hidden fact takes a visible fact's slot": [
         fact("a", "standup at ten", id="f-a", slot="standup", agent="atlas"),
         private(fact("b", "standup at nine", id="f-b", slot="standup", created_at=DAY2))],
+    "a fact takes a slot that also holds a fact hidden from its author": [
+        fact("a", "standup at ten", id="f-a", slot="standup", agent="atlas"),
+        private(fact("b", "standup at nine", id="f-b", slot="standup", created_at=DAY2)),
+        fact("c", "standup at eleven", id="f-c", slot="standup", agent="atlas", created_at=DAY3)],
     "a hidden newer version of a visible id": [
         TRAIN, private(fact("train-2", "the train leaves on mondays", id="f-train", created_at=DAY2))],
     "a hidden newer version deletes a visible id": [
