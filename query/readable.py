@@ -7,7 +7,7 @@ index.md shows. Content is loaded (by the catalog) only for rids in these sets.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -86,6 +86,33 @@ def group(metas: Iterable[Meta], key: Callable[[Meta], Iterable[str]]) -> dict[s
     return groups
 
 
+def _age(meta: Meta) -> tuple[datetime, int]:
+    return (meta.created_at, meta.rid)
+
+
+MERGE_ONE_BY_ONE = 256  # more new rows than this: sort the whole list once instead of inserting each
+
+
+def newest_first(rows: list[Meta], new: Sequence[Meta]) -> list[Meta]:
+    """`rows` (newest first: created_at, then rid, descending) with `new` at their places, as a new list.
+    Pure, tested from a table."""
+    if not new:
+        return rows
+    if len(new) > MERGE_ONE_BY_ONE:
+        return sorted([*rows, *new], key=_age, reverse=True)
+    out = list(rows)
+    for meta in new:
+        key, lo, hi = _age(meta), 0, len(out)
+        while lo < hi:  # the first place whose row is older
+            mid = (lo + hi) // 2
+            if _age(out[mid]) > key:
+                lo = mid + 1
+            else:
+                hi = mid
+        out.insert(lo, meta)
+    return out
+
+
 @dataclass(slots=True)
 class Readable:
     """The rows the principal may read, as metadata, for one store generation."""
@@ -96,8 +123,9 @@ class Readable:
     readable: dict[str, frozenset[int]]  # table -> rids readable, every version
     rows: dict[str, list[Meta]]  # table -> readable rows, newest first
     memo: dict[str, Any] = field(default_factory=dict)  # groupings derived from the rows, built once
-    # What each table's part was read with: (its table generation, the gate's clauses); a later build
-    # whose table has the same keeps that part and its groupings (query/catalog.py).
+    # What each table's part was read with: (its table generation, the gate's two clauses, the highest rid
+    # read); a later build whose table has the same first three keeps that part and its groupings, and
+    # one with the same every-version clause reads only the rows past that rid (query/catalog.py).
     made_with: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     # The CHECKED_MEMOS of the generations before this one, merged (newest entry wins).
     earlier: dict[str, Any] = field(default_factory=dict)
