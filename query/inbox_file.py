@@ -11,7 +11,8 @@ keep a memory its writer did not mean to write.
 - `.jsonl` is read as `recallfs ingest` reads it, with the same claims refused.
 A record's `source_id`, unless given, is a hash of what it says, so writing the same file again stores
 nothing new (ingest is idempotent on source ids). A fact with a `slot` and no `id` takes an id made from
-the slot: writing the slot again adds a version of that one memory, and history/ shows the chain.
+its writer and the slot: writing the slot again adds a version of that one memory, and history/ shows the
+chain; another writer's fact in the slot is a memory of its own, which slot succession links.
 """
 
 from __future__ import annotations
@@ -161,8 +162,10 @@ def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> Memor
         raise refuse("the memory has no text", "content")
     filled = {"type": "fact", "created_at": writer.now.isoformat(), **obj}
     if filled["type"] == "fact" and isinstance(filled.get("slot"), str) and "id" not in filled:
-        # a slot written again is the next version of one memory: history/<id>/ shows the chain
-        filled["id"] = derive_id("facts", f"slot:{label(filled['slot'])}")
+        # A slot written again by its writer is the next version of one memory: history/<id>/ shows the
+        # chain. One memory per writer and slot: an id shared by every writer of the slot became another
+        # agent's private memory's, and moving the write off it (query/inbox_scope.py) told the writer so.
+        filled["id"] = derive_id("facts", f"slot:{writer.agent}/{label(filled['slot'])}")
     # The id of what the file says: the time of the write is left out unless the file gives one, so the
     # same text written again (an agent's retry) is that memory again, not a second one beside it.
     said = {k: v for k, v in filled.items() if k != "created_at" or "created_at" in obj}

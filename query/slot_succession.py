@@ -11,7 +11,8 @@ later write by an author who sees both replaces both.
 
 `Blind` pairs (author, rid) where the author's read policy hides the row and the author has a fact of its
 own in that slot, no older. They are worked out from the stored policies, one query per author of slot
-facts; most partitions have none, and then the slot's order alone decides, in SQL, as before.
+facts (an author may be blind to its own, by a kind or tag its stored policy denies); most partitions have
+none, and then the slot's order alone decides, in SQL, as before.
 `slot_successors` is pure, tested from a table.
 """
 
@@ -80,7 +81,7 @@ def blind_pairs(cur: Cursor, schema: str) -> Blind:
     that a fact of its own in the same slot, no older, could otherwise replace."""
     authors = cur.execute(
         f"SELECT DISTINCT org, workspace, agent FROM {schema}.facts WHERE slot IS NOT NULL").fetchall()
-    if len(authors) < 2:  # one author reads its own rows
+    if not authors:
         return NOT_BLIND
     org, workspace = authors[0][0], authors[0][1]
     if cur.execute(f"SELECT 1 FROM {POLICY_TABLE} WHERE org = ? AND workspace = ? LIMIT 1",
@@ -88,6 +89,7 @@ def blind_pairs(cur: Cursor, schema: str) -> Blind:
             f"SELECT 1 FROM {schema}.facts WHERE slot IS NOT NULL AND visibility <> 'workspace' LIMIT 1"
     ).fetchone() is None:  # the default policy hides only other authors' private rows
         return NOT_BLIND
+    # With a stored policy even a lone author may be blind to its own facts (a tag or kind it denies)
     pairs: set[tuple[str, int]] = set()
     slots: set[str] = set()
     for org, workspace, agent in authors:

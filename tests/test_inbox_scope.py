@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mount_helpers import SAMPLE, WORKSPACE, Mount, base_env, build_store, needs_fuse, start_mount, stop_mount
 
+from recallfs.query.records import derive_id
 from recallfs.query.store import Store
 
 from conftest import fact
@@ -68,3 +69,46 @@ def test_a_write_cannot_retire_or_probe_a_memory_its_writer_cannot_read(tmp_path
     current = _current_ids(Path(env["RECALLFS_STORE"]))
     assert {"f-secret", "f-pay"} <= current, current  # `other`'s memories are as they were
     assert "f-pay0" not in current, current
+
+
+# Another agent's private fact under the id every writer of `api.key` used to share (before 2026-12-07 a
+# slot's id did not name its writer, so the writer's fact was moved off it, and its file name said so).
+HIDDEN_AT_SHARED_ID = fact("key-1", "The API key rotates monthly", id=derive_id("facts", "slot:api.key"),
+                           slot="api.key", agent="other", visibility="private", created_at="2026-06-01T09:00:00Z")
+FIELDS = ("id:", "version:", "current:", "superseded_by:", "supersedes:", "slot:", "status:")
+
+
+def _tree(mount: Mount) -> dict[str, list[str]]:
+    """Every file under facts/ and history/, with the front matter lines that say what it is and links."""
+    out: dict[str, list[str]] = {}
+    for top in ("facts", "history"):
+        for path in sorted((mount.path / top).rglob("*.md")):
+            lines = path.read_text().splitlines()
+            out[str(path.relative_to(mount.path))] = [ln for ln in lines if ln.startswith(FIELDS)]
+    return out
+
+
+def _slot_writes(mount: Mount) -> dict[str, list[str]]:
+    _write(mount, "pay.md", "---\nslot: pay.day\n---\nPayday is the 1st, says the slot-marten note\n")
+    _write(mount, "key.md", "---\nslot: api.key\n---\nThe API key is in the vault\n")
+    _write(mount, "key2.md", "---\nslot: api.key\n---\nThe API key is in the new vault\n")
+    return _tree(mount)
+
+
+def test_slot_writes_read_as_in_a_store_without_the_hidden_facts(tmp_path: Path) -> None:
+    """The writer's tree after the same slot writes, against a store that never held `other`'s private
+    facts: every name, id, version, link and `current` the same."""
+    trees = []
+    for name, records in (("full", [*SAMPLE, VISIBLE_SLOT, HIDDEN_SLOT, HIDDEN_AT_SHARED_ID]),
+                          ("clean", [*SAMPLE, VISIBLE_SLOT])):
+        env = base_env(tmp_path / name)
+        (tmp_path / name).mkdir()
+        build_store(tmp_path / name, records, env)
+        mount = start_mount(tmp_path / name, env)
+        try:
+            trees.append(_slot_writes(mount))
+        finally:
+            stop_mount(mount)
+    full, clean = trees
+    assert full == clean
+    assert [n for n in full if "the-api-key-is-in-the-new-vault" in n and n.startswith("facts/")]

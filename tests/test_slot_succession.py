@@ -121,3 +121,18 @@ def test_a_policy_change_works_the_slot_out_again(tmp_path: Path) -> None:
         assert _heads(store) == {"f-n"}  # atlas may read sigma now: nova replaced it
         assert remove_policy(store, ATLAS)
         assert _heads(store) == {"f-s", "f-n"}
+
+
+def test_what_holds_a_slot_does_not_move_when_another_slot_is_written(tmp_path: Path) -> None:
+    """A lone author whose stored policy denies a tag on its own facts is blind to them (found 2026-12-07:
+    a shortcut for one author made the answer flip once a second author wrote any slot)."""
+    band = [fact("b1", "the pay band is four", id="f-band1", slot="pay.band", tags=["hr"], agent="guest",
+                 created_at="2026-01-01T10:00:00Z"),
+            fact("b2", "the pay band is five", id="f-band2", slot="pay.band", agent="guest",
+                 created_at="2026-01-02T10:00:00Z")]
+    with _store(tmp_path / "s.duckdb", band) as store:
+        set_policy(store, Principal(ORG, WS, "guest"), build_policy(PolicySpec(deny_tags=["hr"])))
+        before = _heads(store)
+        office = fact("o", "the office is on floor three", id="f-o", slot="office.floor", agent="scout")
+        ingest_records(store, [parse_record(office, org=ORG, workspace=WS, agent="atlas")], embedder=None)
+        assert _heads(store) - {"f-o"} == before == {"f-band1", "f-band2"}  # guest could not read band1
