@@ -113,9 +113,10 @@ class Access:
     def admit(self, uid: int, op: Any) -> None:
         """Raise ControlError unless `uid` may make request `op`."""
         if not self._admin(uid) and uid not in self.uid_map:
-            mapped = ", and the uids of its --map-uid" if self.uid_map else ""
+            mapped = (f", root and the uids its --map-uid names; uid {uid} is not one of them (to give it a view, "
+                      f"mount with --map-uid {uid}=AGENT)") if self.uid_map else " and root"
             raise ControlError(f"uid {uid} may not use this recallfs daemon's control socket: it serves its "
-                               f"owner (uid {self.owner}) and root{mapped}")
+                               f"owner (uid {self.owner}){mapped}")
         if op in OWNER_ONLY and not self._admin(uid):
             why = {"ingest": "the daemon would read the file with its own rights",
                    "inbox": "it comes from the daemon's own inbox file system, which names the writer"}.get(
