@@ -34,6 +34,7 @@ from recallfs.evals.relevance import HitRef
 from recallfs.evals.semantic_probe import load_semantic
 from recallfs.evals.store_cache import default_store_path, ensure_store, prune_cache
 from recallfs.evals.variants import ARM_VARIANTS, Variant, ablations, describe, unsupported_keywords, uses_semantic
+from recallfs.query.lake_location import is_lake, mask_secrets
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.query_syntax import RecallOptions
 from recallfs.query.recall import SemanticArm, recall
@@ -543,6 +544,9 @@ def _cli_problem(args: argparse.Namespace) -> str | None:
             return f"{name} must be at least 1"
     if args.personas is not None and args.dataset != "realmem":
         return "--personas is for --dataset realmem"
+    if args.store and is_lake(args.store):  # eval builds its own store from the dataset, one file per set
+        return (f"--store {mask_secrets(args.store)}: eval builds its own single-file store from the dataset, so "
+                "--store names a file path; to measure a lake's memories, `recallfs migrate` it to a file")
     if args.dataset == "all" and (args.write_baseline or args.store or args.data):
         return "--dataset all runs every set on its own data and store: leave out --write-baseline, --store, --data"
     if args.write_baseline:

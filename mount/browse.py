@@ -147,12 +147,18 @@ class Browser:
 
     # -- change sets (for kernel invalidation after an ingest) -----------------------------------------
     def heads(self) -> Any:
-        """The current versions now, to diff after a write (`heads_changed_since`); opaque here."""
-        return self.reader.heads()
+        """The current versions and the workspace's policies now, to diff after a write
+        (`heads_changed_since`, `policies_changed_since`); opaque here."""
+        return self.reader.heads(), self.reader.policies()
 
     def heads_changed_since(self, before: Any) -> set[int]:
         """The rids whose currentness changed since `heads()` answered `before`."""
-        return self.reader.heads_changed_since(before)
+        return self.reader.heads_changed_since(before[0])
+
+    def policies_changed_since(self, before: Any) -> bool:
+        """Whether a policy of the workspace changed since `heads()` answered `before` (a lake replays
+        `recallfs policy set` while mounted): what a reader may read changed, not which rows are current."""
+        return bool(self.reader.policies() != before[1])
 
     def deps_of(self, rids: Iterable[int]) -> set[Dep]:
         """What changed, as invalidation tags: the ids, sessions, entities, kinds and tags of these rows,

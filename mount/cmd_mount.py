@@ -10,7 +10,7 @@ from typing import Any
 
 from recallfs.mount.cli_common import open_store, principal_from, resolve_settings, store_args, store_path
 from recallfs.mount.cli_errors import EXIT_OK, CliError
-from recallfs.query.lake_location import is_lake
+from recallfs.query.lake_location import is_lake, mask_secrets
 from recallfs.query.settings import chosen
 
 
@@ -75,7 +75,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from recallfs.mount.lifecycle import mount_status
 
     cfg = resolve_settings(args)
-    info: dict[str, Any] = {"store": cfg.store, "exists": store_path(cfg).exists()}
+    info: dict[str, Any] = {"store": mask_secrets(str(cfg.store)), "exists": store_path(cfg).exists()}
     problem = None
     if info["exists"]:
         try:  # a mounted store is held by its daemon: ask it
@@ -91,6 +91,10 @@ def cmd_status(args: argparse.Namespace) -> int:
                     info["workspaces"] = {
                         f"{o}/{w}": store.table_counts(store.partition(o, w)) for o, w in store.workspaces()
                     }
+    elif is_lake(cfg.store):  # the lake may well exist: this host has not joined it yet
+        problem = (f"this host has no copy of the lake yet ({store_path(cfg)}); `recallfs init` with this "
+                   "--store (or RECALLFS_STORE) makes one and checks that the lake answers, and `recallfs mount` "
+                   "or `recallfs ingest` make one too")
     elif chosen("store", args.store):  # the default store need not exist to list mounts
         path = store_path(cfg)
         problem = f"no store at {path}; create one with `recallfs init --store {path}`"

@@ -218,6 +218,8 @@ def cmd_policy(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     if is_lake(cfg.store) and action in ("set", "rm"):
         return _lake_policy(cfg, principal, policy)
+    if is_lake(cfg.store):  # show, list: from the lake, so a mount holding this host's replica is no matter
+        return _lake_policies(cfg, principal, action)
     with open_store(cfg, create=action == "set", read_only=action in ("show", "list")) as store:
         if policy is not None:
             set_policy(store, principal, policy)
@@ -231,6 +233,29 @@ def cmd_policy(args: argparse.Namespace) -> int:
         else:
             for agent, listed in list_policies(store, principal.org, principal.workspace):
                 print(f"{agent}: {listed.describe()}")
+    return EXIT_OK
+
+
+def _lake_policies(cfg: Settings, principal: Any, action: str) -> int:
+    """`policy show` / `policy list` of a lake: the last change committed for each agent."""
+    from recallfs.query.backend import LakeBackend
+    from recallfs.query.lake_location import parse_lake
+    from recallfs.query.lake_replica import policy_of
+    from recallfs.scope.policy import DEFAULT as DEFAULT_POLICY
+
+    backend = LakeBackend(parse_lake(cfg.store))
+    try:
+        changes = {agent: row for agent, row in backend.lake.policies(principal.org, principal.workspace).items()
+                   if not row["removed"]}
+    finally:
+        backend.close()
+    if action == "show":
+        row = changes.get(principal.agent)
+        shown = policy_of(row).describe() if row is not None else f"{DEFAULT_POLICY.describe()} (default)"
+        print(f"policy for {principal}: {shown}")
+    else:
+        for agent in sorted(changes):
+            print(f"{agent}: {policy_of(changes[agent]).describe()}")
     return EXIT_OK
 
 

@@ -23,6 +23,8 @@ Deps = tuple[Dep, ...]
 ContentKey = tuple[Any, ...]
 INDEX_DEP: Dep = ("index", "")
 RECALL_DEP: Dep = ("recall", "")
+# Every name and listing: what a reader may read changed (a policy a lake replayed while mounted).
+EVERYTHING_DEP: Dep = ("*", "")
 
 
 class NotFound(LookupError):

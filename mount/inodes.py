@@ -28,7 +28,7 @@ from typing import Any
 
 import pyfuse3
 
-from recallfs.mount.entries import INDEX_DEP, RECALL_DEP, Content, Dep, Deps, Entry, RecallSnapshot
+from recallfs.mount.entries import EVERYTHING_DEP, INDEX_DEP, RECALL_DEP, Content, Dep, Deps, Entry, RecallSnapshot
 from recallfs.mount.paths import KINDS, Kind
 
 _UID, _GID = os.getuid(), os.getgid()
@@ -234,11 +234,12 @@ class InodeTable:
         """The cached bindings whose node depends on any of `deps`; they are forgotten here, and the
         caller tells the kernel to drop them."""
         wanted = set(deps)
+        every = EVERYTHING_DEP in wanted
         stale: list[tuple[int, str]] = []
         for where, node in self.by_name.items():
             if not node.bound or node.kind is Kind.QUERY or node.no_entry_cache:
                 continue  # not cached, or the kernel keeps no such name: it looks it up again on every use
-            if not wanted.isdisjoint(node.deps):
+            if every or not wanted.isdisjoint(node.deps):
                 stale.append(where)
                 node.bound = False
         return stale
@@ -252,7 +253,8 @@ class InodeTable:
         """The directories whose cached listing depends on any of `deps`; forgotten here (the next
         readdir marks them again), and the caller tells the kernel to drop their listings."""
         wanted = set(deps)
-        stale = [ino for ino, needs in self.listed.items() if not wanted.isdisjoint(needs)]
+        every = EVERYTHING_DEP in wanted
+        stale = [ino for ino, needs in self.listed.items() if every or not wanted.isdisjoint(needs)]
         self.forget_listings(stale)
         return stale
 

@@ -21,7 +21,7 @@ import trio
 from recallfs.mount.boundary import Stats
 from recallfs.mount.browse import Browser
 from recallfs.mount.concurrency import Blocking, GuardedStore
-from recallfs.mount.entries import INDEX_DEP, RECALL_DEP, Dep
+from recallfs.mount.entries import EVERYTHING_DEP, INDEX_DEP, RECALL_DEP, Dep
 from recallfs.mount.health import Verdict, verdict
 from recallfs.mount.inodes import InodeTable
 from recallfs.mount.paths import RESULTS_DIR
@@ -117,6 +117,8 @@ class Upkeep:
         for rids in written.values():
             changed.update(rids)
         deps = await self.run(self.browser.deps_of, changed)
+        if await self.run(self.browser.policies_changed_since, before):
+            deps.add(EVERYTHING_DEP)  # any name of any view may now be hidden, or shown
         for view in (self, *also):
             view.last_change = datetime.now()
             await view.invalidate(deps)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+STALL_S = 10.0  # a poll's catalog query that waits this long: the lake counts as down (`stalled`)
 
 
 class Backend(Protocol):
@@ -85,6 +86,7 @@ class LakeBackend:
         self.unreachable_since: float | None = None
         self.replay_failed: str | None = None  # why the last replay failed (the lake answered), until one succeeds
         self.synced_at: float | None = None
+        self.polling_since: float | None = None  # monotonic start of the poll in flight (`stalled`)
 
     def _call(self, store: Store, fn: Callable[[], T]) -> T:
         """fn() against the lake, keeping whether the lake answers (`problem`, and the replica's `stale`
@@ -132,6 +134,7 @@ class LakeBackend:
         from recallfs.query.lake_replica import bind, watermark
 
         bind(store, self.lake)
+        store.stale_probe = self.stalled
         self.snapshot = watermark(store)
         try:
             self.sync(store, embedder=embedder)
@@ -145,6 +148,9 @@ class LakeBackend:
         from recallfs.query.lake import LakeUnavailable, new_batch_id
 
         batch = new_batch_id()
+        stalled = self.stalled()
+        if stalled is not None:  # the poll holds the lake's connection: this would wait as long as it does
+            raise LakeUnavailable(f"{stalled}; nothing was written")
         try:
             self._catch_up(store, None)
             fresh = changing(store, records)
@@ -182,10 +188,27 @@ class LakeBackend:
     def lake_moved(self, store: Store) -> bool:
         """Whether the lake holds a snapshot this replica has not replayed (one small catalog query);
         raises LakeUnavailable."""
-        return self._call(store, self.lake.snapshot) > self.snapshot
+        self.polling_since = time.monotonic()
+        try:
+            return self._call(store, self.lake.snapshot) > self.snapshot
+        finally:
+            self.polling_since = None
+
+    def stalled(self) -> str | None:
+        """Why the lake counts as down though no query failed: the poll's one small catalog query has
+        waited STALL_S or more (found 2026-12-07: a PostgreSQL that hangs, unlike one that is stopped,
+        fails nothing, so health said ok while an inbox write waited 600 s for an answer)."""
+        since = self.polling_since
+        waited = time.monotonic() - since if since is not None else 0.0
+        if waited < STALL_S:
+            return None
+        return (f"the shared lake has not answered for {waited:.0f} s (a query to its catalog is still "
+                f"waiting); answers come from this host's copy as of lake snapshot {self.snapshot}, and "
+                "ingest is refused until it answers")
 
     def problem(self) -> str | None:
-        """Why this host's copy may lack the lake's newest writes (None: it is current)."""
+        """Why this host's copy may lack the lake's newest writes (None: it is current). A poll that
+        hangs is told by `stalled`, which the store asks live (Store.stale_probe)."""
         if self.unreachable is not None:
             since = time.strftime("%H:%M:%S", time.localtime(self.unreachable_since or time.time()))
             return (f"the shared lake is unreachable since {since} ({self.unreachable}); answers come from this "

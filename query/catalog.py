@@ -26,6 +26,7 @@ from recallfs.query.readable import Changed, Meta, Readable, Row, newest_first
 from recallfs.query.rows import load_rows
 from recallfs.query.shared_values import shared
 from recallfs.query.store import Store
+from recallfs.scope.predicate import POLICY_TABLE
 from recallfs.scope.principal import Principal
 
 META_COLUMNS = ("rid", "id", "session", "kind", "tags", "entity", "created_at", "seq", "speaker", "version")
@@ -178,10 +179,14 @@ class Catalog:
         readable: dict[str, frozenset[int]] = {}
         rows: dict[str, list[Meta]] = {}
         made_with: dict[str, tuple[Any, ...]] = {}
+        # The clauses read the reader's policy inside the SQL, so the text of a clause stays the same when
+        # the policy changes (a lake replays a `policy set` while mounted): the policy is part of the key.
+        policy = repr(cur.execute(f"SELECT * FROM {POLICY_TABLE} WHERE org = ? AND workspace = ? AND agent = ?",
+                                  [self.principal.org, self.principal.workspace, self.principal.agent]).fetchall())
         for table in MEMORY_TABLES:
             clauses = [reader_scope_clause(self.store, self.principal, schema, None, current_only=only)
                        for only in (True, False)]
-            key = (self.store.table_generation(schema, table), *(repr(c) for c in clauses))
+            key = (self.store.table_generation(schema, table), *(repr(c) + policy for c in clauses))
             before = older.made_with.get(table, ()) if older is not None else ()
             if older is not None and before[:3] == key:
                 made_with[table] = before
@@ -264,6 +269,12 @@ class Catalog:
             return np.zeros(0, dtype=np.int64)
         rids = self.store.cursor().execute(f"SELECT rid FROM {schema}.heads").fetchnumpy()["rid"]
         return np.sort(np.asarray(rids, dtype=np.int64))
+
+    def policies(self) -> tuple[tuple[Any, ...], ...]:
+        """The stored policies of the principal's workspace, to tell whether a write changed one."""
+        return tuple(tuple(r) for r in self.store.cursor().execute(
+            f"SELECT * FROM {POLICY_TABLE} WHERE org = ? AND workspace = ? ORDER BY agent",
+            [self.principal.org, self.principal.workspace]).fetchall())
 
     def heads_changed_since(self, before: np.ndarray) -> set[int]:
         """The rids current in exactly one of `before` (an earlier `heads()`) and now."""

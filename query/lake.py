@@ -178,6 +178,20 @@ class Lake:
                         batch.policies.append(row)
         return [batches[k] for k in sorted(batches)]
 
+    def policies(self, org: str, workspace: str) -> dict[str, dict[str, Any]]:
+        """agent -> the last policy change committed for it in this workspace (`removed` when it was a
+        removal): what every replica holds once it has caught up, read without one."""
+        with self._connection() as conn:
+            upto = _snapshot_id(conn)
+            if upto < 1:
+                return {}
+            rel = conn.execute(
+                f"SELECT * FROM lake.table_changes('policies', 1, {upto}) "
+                "WHERE change_type = 'insert' AND org = ? AND workspace = ? ORDER BY snapshot_id, batch",
+                [org, workspace])
+            names = [d[0] for d in rel.description]
+            return {str(row["agent"]): row for row in (dict(zip(names, v, strict=True)) for v in rel.fetchall())}
+
     # -- writing ----------------------------------------------------------------------------------
     def append_records(self, records: Iterable[MemoryRecord], batch: str,
                        vectors: Iterable[BatchVector] = ()) -> int:

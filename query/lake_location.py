@@ -50,7 +50,8 @@ class LakeLocation:
 
 
 def is_lake(store: str | Path) -> bool:
-    return str(store).startswith(LAKE_PREFIX)
+    """Whether `store` names a lake (the scheme in any case: `DUCKLAKE:` is no file path anyone means)."""
+    return str(store)[:len(LAKE_PREFIX)].lower() == LAKE_PREFIX
 
 
 def parse_lake(url: str) -> LakeLocation:
@@ -60,6 +61,8 @@ def parse_lake(url: str) -> LakeLocation:
         raise LakeLocationError(f"{mask_secrets(url)}: quotes are not allowed in a lake URL")
     body = url[len(LAKE_PREFIX):]
     catalog, sep, data = body.partition(";data=")
+    if ";data=" in data:
+        raise LakeLocationError(f"{mask_secrets(url)}: name the data directory once")
     if not sep or not data.strip():
         raise LakeLocationError(f"{mask_secrets(url)}: name the data directory after the catalog, as "
                                 "ducklake:postgres:dbname=NAME host=HOST;data=/shared/lake/")

@@ -135,8 +135,10 @@ class Store:
         self._all_changed = 0  # the last commit (or reopen) that did not say which tables it touched
         self.health = StoreHealth()
         # Why this store may lack the newest writes, for recall to say so: set by whoever keeps it in step
-        # (a replica whose lake is unreachable, query/backend.py); None when it is current.
-        self.stale: str | None = None
+        # (a replica whose lake is unreachable, query/backend.py); None when it is current. `stale_probe`
+        # answers live, for what no one is left to set: a lake whose every query hangs.
+        self._stale: str | None = None
+        self.stale_probe: Callable[[], str | None] | None = None
         self._partitions: dict[tuple[str, str], str] = {}
         self._root_opened = False
         self._root = self._connect()
@@ -322,6 +324,17 @@ class Store:
     def schema_for(self, principal: Principal) -> str | None:
         """The principal's partition schema, or None when the workspace holds nothing yet."""
         return self.partition(principal.org, principal.workspace)
+
+    @property
+    def stale(self) -> str | None:
+        if self._stale is not None:
+            return self._stale
+        probe = self.stale_probe
+        return probe() if probe is not None else None
+
+    @stale.setter
+    def stale(self, value: str | None) -> None:
+        self._stale = value
 
     def partition(self, org: str, workspace: str) -> str | None:
         # A partition's schema never changes once created, so a found one is cached for good (every

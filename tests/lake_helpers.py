@@ -4,6 +4,7 @@ its own, so two daemons share nothing but PostgreSQL and the data path, as two m
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -64,6 +65,15 @@ def host_env(tmp: Path, host: str, lake: LakeSpec, **extra: str) -> dict[str, st
     return {"RECALLFS_STORE": lake.url, "RECALLFS_REPLICA_DIR": str(tmp / host / "replicas"),
             "XDG_RUNTIME_DIR": str(tmp / host / "run"), "RECALLFS_WORKSPACE": "acme/proj",
             "RECALLFS_AGENT": "tester", "RECALLFS_SEMANTIC": "false", **extra}
+
+
+def pg_signal(cluster: Cluster, sig: int) -> None:
+    """Send `sig` to the cluster's server and every backend it runs: SIGSTOP makes a PostgreSQL that hangs
+    with its connections open (no error reaches a client), SIGCONT lets it go on."""
+    pid = int((cluster.root / "data" / "postmaster.pid").read_text().split()[0])
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    for one in [pid, *map(int, children)]:
+        os.kill(one, sig)
 
 
 def pg_ctl(cluster: Cluster, action: str) -> None:

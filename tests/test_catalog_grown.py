@@ -11,9 +11,11 @@ import pytest
 
 from recallfs.query.catalog import Catalog
 from recallfs.query.ingest_file import ingest_records
+from recallfs.query.policies import remove_policy, set_policy
 from recallfs.query.readable import Meta, Readable, newest_first
 from recallfs.query.records import parse_record
 from recallfs.query.store import Store
+from recallfs.scope.policy import PolicySpec, build_policy
 from recallfs.scope.principal import Principal
 
 from conftest import fact, turn
@@ -50,7 +52,8 @@ def test_newest_first_sorts_a_large_batch_the_same() -> None:
     assert merged == newest_first(newest_first(rows, new[:100]), new[100:])
 
 
-def _ingest(store: Store, records: list[dict]) -> None:
+def _ingest(store: Store, records: list[dict] | str) -> None:
+    assert isinstance(records, list)
     ingest_records(store, [parse_record(r, org=ORG, workspace=WS, agent="atlas") for r in records], embedder=None)
 
 
@@ -61,7 +64,7 @@ def _same(a: Readable, b: Readable) -> None:
         assert a.rows[table] == b.rows[table], table
 
 
-WRITES = [
+WRITES: list[list[dict] | str] = [
     [fact("a", "the train leaves at nine", id="f-a"), turn("s1", 0, "atlas", "hello there")],
     [fact("a2", "the train leaves at ten", id="f-a", created_at="2026-06-02T10:00:00Z")],  # a new version
     [turn("s1", 1, "scout", "a private reply", agent="scout", visibility="private")],  # not readable
@@ -71,6 +74,10 @@ WRITES = [
           created_at="2026-06-03T10:00:00Z")],  # hidden from atlas: its version stays current for it
     [turn("s1", 0, "atlas", "an older version, late", created_at="2026-05-01T10:00:00Z")],
     [fact("b", "a fact by scout", id="f-b", agent="scout")],
+    [fact("h", "the salary bands", id="f-h", tags=["hr"]), turn("s3", 0, "atlas", "a tagged turn", tags=["hr"])],
+    "deny",  # found 2026-12-07 on a lake: the catalog kept what the reader could read before
+    [fact("h2", "more salary bands", id="f-h2", tags=["hr"])],
+    "allow",
     [fact("a3", "gone", id="f-a", status="deleted", created_at="2026-06-03T10:00:00Z")],
     [turn("s2", i, "atlas", f"bulk turn {i}", created_at=f"2026-06-04T10:{i % 60:02d}:{i // 60:02d}Z")
      for i in range(300)],  # more than MERGE_ONE_BY_ONE
@@ -83,9 +90,14 @@ def test_a_catalog_after_each_write_equals_one_built_from_scratch(tmp_path: Path
         kept = Catalog(store, ATLAS)
         assert kept.readable() is not None
         for batch in WRITES:
-            _ingest(store, batch)
+            if batch == "deny":  # a policy set on the open store, as a lake replays one while mounted
+                set_policy(store, ATLAS, build_policy(PolicySpec(deny_tags=["hr"])))
+            elif batch == "allow":
+                assert remove_policy(store, ATLAS)
+            else:
+                _ingest(store, batch)
             grown, fresh = kept.readable(), Catalog(store, ATLAS).readable()
             assert grown is not None and fresh is not None
             _same(grown, fresh)
         assert any(m.id == "f-a" for m in grown.rows["facts"])
-        assert len(grown.rows["turns"]) == 304  # scout's private turn is not among them
+        assert len(grown.rows["turns"]) == 305  # scout's private turn is not among them

@@ -122,6 +122,18 @@ def imported_modules(*argv: str, env: dict[str, str]) -> tuple[subprocess.Comple
     modules = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     return proc, modules
 
+def test_status_of_a_lake_this_host_has_not_joined_says_so_without_the_password(tmp_path):
+    """Found 2026-12-07: status printed the lake URL with its password, and told the user to `init` the
+    replica's path, which makes a single-file store instead of joining the lake."""
+    url = f"ducklake:postgres:dbname=mem host=/nowhere password=s3cretpw;data={tmp_path}/lake/"
+    env = {**BASE, "RECALLFS_STORE": url, "RECALLFS_REPLICA_DIR": str(tmp_path / "replicas"),
+           "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    for argv in (["status"], ["status", "--json"]):
+        proc = run_cli(*argv, env=env)
+        assert proc.returncode == 1 and "s3cretpw" not in proc.stdout + proc.stderr, proc
+        assert "password=***" in proc.stdout and "no copy of the lake" in proc.stderr, proc
+        assert "init --store /" not in proc.stderr
+
 
 @pytest.mark.parametrize(("argv", "message"), [
     (("recall", "x"), "no store at"),

@@ -14,6 +14,7 @@ GOOD = [
     ("ducklake:postgres:dbname=mem  host=db.internal;data=/shared/lake/",
      "postgres:dbname=mem host=db.internal", "/shared/lake/"),
     ("ducklake:postgres:dbname=mem;data=s3://bucket/lake", "postgres:dbname=mem", "s3://bucket/lake/"),
+    ("DuckLake:postgres:dbname=mem;data=/shared/lake", "postgres:dbname=mem", "/shared/lake/"),  # any case
 ]
 
 BAD = [
@@ -24,6 +25,7 @@ BAD = [
     ("ducklake:postgres:dbname=mem hots=x;data=/d", "unknown connection keyword 'hots'"),
     ("ducklake:postgres:dbname;data=/d", "is not KEY=VALUE"),
     ("ducklake:postgres:dbname=m' x=1;data=/d", "quotes are not allowed"),
+    ("ducklake:postgres:dbname=mem;data=/a;data=/b", "name the data directory once"),
     ("/var/store.duckdb", "is not a lake URL"),
 ]
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from lake_helpers import LakeSpec, host_env, pg_ctl
+from lake_helpers import LakeSpec, host_env, pg_ctl, pg_signal
 from mount_helpers import Mount, needs_fuse, stop_mount, wait_until
 
 from conftest import RECALLFS, fact, run_cli, write_jsonl
@@ -101,6 +102,33 @@ def test_a_write_on_one_mount_shows_on_the_other(hosts: tuple[Mount, Mount], tmp
     print(f"\nA's write seen in B's recall/ after {', '.join(f'{w:.2f}' for w in waits)} s")
 
 
+def test_a_policy_committed_while_mounted_gates_every_path(hosts: tuple[Mount, Mount], tmp_path: Path) -> None:
+    """Found 2026-12-07: a policy replayed into a mounted replica reached facts/ and recall but not
+    history/ or index.md's counts (the catalog kept the versions the reader could read before). And
+    `policy show` / `list` failed while a mount held the host's replica; they read the lake now."""
+    a, b = hosts
+    records = [fact("pay", "the salary bands are secret", id="f-pay", tags=["hr"]),
+               fact("pub", "the canteen opens at noon", id="f-pub")]
+    run_cli("ingest", str(write_jsonl(tmp_path / "hr.jsonl", records)), env=a.env, check=True)
+    for mount in (a, b):
+        assert wait_until(lambda m=mount: (m.path / "history" / "f-pay" / "v1.md").exists(), timeout=30)
+    run_cli("policy", "set", "--deny-tag", "hr", env=a.env, check=True)  # for the mounts' own agent
+    for mount in (a, b):
+        assert wait_until(lambda m=mount: "f-pay" not in " ".join(os.listdir(m.path / "facts")), timeout=30)
+        assert "f-pay" not in os.listdir(mount.path / "history")
+        assert subprocess.run(["cat", str(mount.path / "history" / "f-pay" / "v1.md")],
+                              capture_output=True).returncode != 0
+        assert "salary" not in subprocess.run(["grep", "-r", "salary", str(mount.path / "history")],
+                                              capture_output=True, text=True).stdout
+        shown = run_cli("policy", "show", env=mount.env, check=True).stdout
+        assert "hr" in shown and "default" not in shown, shown
+        assert run_cli("policy", "list", env=mount.env, check=True).stdout.startswith("tester:")
+    run_cli("policy", "rm", env=b.env, check=True)
+    for mount in (a, b):
+        assert wait_until(lambda m=mount: (m.path / "history" / "f-pay" / "v1.md").exists(), timeout=30)
+        assert "(default)" in run_cli("policy", "show", env=mount.env, check=True).stdout
+
+
 def test_an_outage_of_postgres_degrades_both_mounts_then_they_catch_up(
         hosts: tuple[Mount, Mount], lake: LakeSpec, tmp_path: Path) -> None:
     a, b = hosts
@@ -125,6 +153,30 @@ def test_an_outage_of_postgres_degrades_both_mounts_then_they_catch_up(
         assert wait_until(lambda m=mount: health(m)["store"]["stale"] is None, timeout=30)
     run_cli("ingest", str(tmp_path / "y.jsonl"), env=b.env, check=True)
     assert wait_until(lambda: len(recall_ids(a, "ferry late k:5")) == 2, timeout=30)
+
+
+def test_a_postgres_that_hangs_degrades_the_mount_and_refuses_writes(
+        hosts: tuple[Mount, Mount], lake: LakeSpec, tmp_path: Path) -> None:
+    """Found 2026-12-07: a PostgreSQL that hangs (here: stopped with SIGSTOP, connections open) fails no
+    query, so health said ok and an inbox write waited 600 s. Now a poll that has waited STALL_S makes the
+    mount degraded, and a write is refused at once, storing nothing; both end when the server answers."""
+    a, _ = hosts
+    note = tmp_path / "hung.md"
+    note.write_text("the ferry waits at the hung pier\n")
+    pg_signal(lake.cluster, signal.SIGSTOP)
+    try:
+        assert wait_until(lambda: "has not answered" in str(health(a)["store"]["stale"]), timeout=60)
+        assert "degraded" in (a.path / "index.md").read_text()
+        proc = subprocess.run(["cp", str(note), str(a.path / "inbox" / "hung.md")], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode != 0, proc
+        assert "has not answered" in (a.path / "inbox" / ".rejected" / "hung.md").read_text()
+    finally:
+        pg_signal(lake.cluster, signal.SIGCONT)
+    assert wait_until(lambda: health(a)["store"]["stale"] is None, timeout=60)
+    assert not recall_ids(a, "hung pier")  # the refused write stored nothing
+    subprocess.run(["cp", str(note), str(a.path / "inbox" / "hung.md")], check=True, timeout=120)
+    assert recall_ids(a, "hung pier")
 
 
 def test_hosts_with_the_semantic_arm(lake: LakeSpec, tmp_path: Path) -> None:
