@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from recallfs.mount import render
 from recallfs.mount.entries import Deps, Entry, RecallSnapshot, blob
-from recallfs.mount.names import describe, encode_value, fact_name, hit_name, slug, turn_name
+from recallfs.mount.names import describe, encode_value, fact_name, hit_name, slug, turn_name, version_name
 from recallfs.mount.paths import Kind
 from recallfs.query.readable import Row
 
@@ -32,7 +32,9 @@ def snapshot(query: str, result: RecallResult, mountpoint: str = "",
     entries: list[Entry] = []
     if result.entity is not None:
         data = render_card(result.entity, mountpoint)
-        entries.append(Entry(f"{0:0{width}d}-entity-{slug(result.entity.name, 40)}.md", Kind.HIT, {"rank": 0},
+        # always 00-: a page of three-digit ranks (offset:100) sorts it first all the same, and a script's
+        # `cat recall/q/00-entity-*` finds it on every page
+        entries.append(Entry(f"00-entity-{slug(result.entity.name, 40)}.md", Kind.HIT, {"rank": 0},
                              content=blob(data), deps=deps))
     for hit in result.hits:
         row = {**hit.row, "table": hit.table, "replaces": hit.replaces}
@@ -56,9 +58,12 @@ def hit_label(row: Row) -> str:
 
 
 def tree_path(row: Row, mountpoint: str = "", turn_file: str | None = None) -> str | None:
-    """Where the hit lives in the tree: under `mountpoint`, or relative to the mount root without one."""
+    """Where the hit lives in the tree: under `mountpoint`, or relative to the mount root without one. A
+    fact's is its version's file in history/: the name in facts/ holds the text, so a newer version moves
+    it, and a path from a recall a second old was gone (found 2026-12-07 with a writer beside the
+    readers); the version's file stays, and its `current:` and `superseded_by:` say what replaced it."""
     if row["table"] == "facts":
-        return _under(mountpoint, f"facts/{fact_name(row['content'], row['id'])}")
+        return _under(mountpoint, f"history/{row['id']}/{version_name(int(row['version']))}")
     session = row.get("session")
     if session is None:
         return None

@@ -159,7 +159,8 @@ class Store:
             if "lock" in str(exc).lower():
                 raise StoreLockedError(
                     f"the store {self.path} is held by another process (a mounted recallfs daemon?): "
-                    "use the mount's control channel or unmount it first"
+                    "`recallfs recall` and `recallfs ingest` go through a mount's daemon; for anything else, "
+                    "unmount it first (`recallfs umount MOUNTPOINT`; `recallfs status` lists the mounts)"
                 ) from None
             if not self.read_only and any(why in str(exc) for why in ("Read-only file system", "Permission denied")):
                 raise StoreReadOnlyError(f"cannot open store {self.path} for writing: {exc}") from None

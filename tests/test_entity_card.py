@@ -114,6 +114,10 @@ def test_the_entity_card_is_a_file_in_the_recall_directory(mounted: Mount) -> No
     proc = subprocess.run(["cat", str(mounted.path / "recall" / "ci k:1" / "00-entity-ci.md")],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "entity: ci" in proc.stdout, proc.stderr
+    # a page of three-digit ranks names the card 00- too (it was 000-: found 2026-12-07)
+    far = subprocess.run(["ls", f"{mounted.path / 'recall' / 'ci offset:100'}/"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert far[0] == "00-entity-ci.md", far
 
 
 @pytest.mark.mount

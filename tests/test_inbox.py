@@ -200,6 +200,23 @@ def test_a_recall_right_after_a_write_names_its_turn_hits_files_in_the_tree(moun
     assert len(ci) >= 2, checked  # both turns of seq 2, under two names
 
 
+def test_a_fact_hits_path_still_opens_after_a_newer_version(mounted: Mount) -> None:
+    """Found 2026-12-07: a fact hit's `path:` named its file in facts/, whose name holds the text, so the
+    next version of the memory (a slot written again) made every path from earlier recalls ENOENT. It names
+    the version's file in history/ now, which stays and says what replaced it."""
+    assert sh("printf -- '---\\nslot: ferry.time\\n---\\nThe harbour ferry leaves at eight\\n' > inbox/f.md",
+              mounted.path).returncode == 0
+    hit = mounted.path / "recall" / "harbour ferry leaves k:1"
+    (name,) = [n for n in os.listdir(hit) if n.startswith("01-")]
+    front, body = (hit / name).read_text().split("\n---\n", 1)
+    path = Path(next(line.split(": ", 1)[1] for line in front.splitlines() if line.startswith("path: ")))
+    assert path.read_text().split("\n---\n", 1)[1] == body and "current: true" in path.read_text()
+    assert sh("printf -- '---\\nslot: ferry.time\\n---\\nThe harbour ferry leaves at nine\\n' > inbox/f.md",
+              mounted.path).returncode == 0
+    assert "leaves at eight" in path.read_text() and "current: false" in path.read_text()
+    assert "superseded_by: " in path.read_text() and "superseded_by: null" not in path.read_text()
+
+
 def test_jsonl_and_limits(mounted: Mount, tmp_path: Path) -> None:
     line = {"type": "fact", "source_id": "j-1", "created_at": "2026-11-01", "content": "Written as JSONL lines"}
     proc = sh(f"echo '{json.dumps(line)}' > inbox/batch.jsonl", mounted.path)
