@@ -17,19 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from recallfs.query.cursor import Cursor
 from recallfs.query.gate import reader_scope_clause
 from recallfs.query.labels import label, label_forms
 from recallfs.query.lineage import Lineage, Ref, partition_links
 from recallfs.query.migrations import MEMORY_TABLES
-from recallfs.query.readable import Changed, Meta, Readable, Row, newest_first
+from recallfs.query.readable import Changed, Meta, Readable, Row
+from recallfs.query.readable_parts import META_COLUMNS, OWN_HEADS, current_grown, grown, meta, whole
 from recallfs.query.rows import load_rows
-from recallfs.query.shared_values import shared
 from recallfs.query.store import Store
 from recallfs.scope.predicate import POLICY_TABLE
 from recallfs.scope.principal import Principal
 
-META_COLUMNS = ("rid", "id", "session", "kind", "tags", "entity", "created_at", "seq", "speaker", "version")
 RID_CHUNK = 4000  # rids per statement; keeps the SQL text bounded
 
 
@@ -38,14 +36,6 @@ def _rid_lists(rids: Sequence[int]) -> Iterable[str]:
     and int() makes sure nothing but integers reaches the SQL text."""
     for start in range(0, len(rids), RID_CHUNK):
         yield ",".join(str(int(r)) for r in rids[start:start + RID_CHUNK])
-
-
-def _meta(table: str, row: Sequence[Any]) -> Meta:
-    """A Meta from one row of META_COLUMNS, in that order."""
-    rid, mem_id, session, kind, tags, entity, created, seq, speaker, version = row
-    return Meta(int(rid), table, str(mem_id), shared(session), shared(str(kind)),
-                tuple(shared(t) for t in tags) if tags else (), shared(entity), created, seq, shared(speaker),
-                int(version))
 
 
 def _readable(cat: Readable, ref: Ref) -> bool:
@@ -61,56 +51,6 @@ _LINKED_BEFORE = """
     UNION SELECT supersedes FROM {schema}.facts WHERE id IN (SELECT unnest(?1::VARCHAR[])) AND supersedes IS NOT NULL
     UNION SELECT superseded_by FROM {schema}.facts
         WHERE id IN (SELECT unnest(?1::VARCHAR[])) AND superseded_by IS NOT NULL"""
-
-
-_Part = tuple[frozenset[int], list[Meta], int]  # (readable rids, their Metas newest first, the highest rid read)
-
-
-def _whole(cur: Cursor, schema: str, table: str, clause: tuple[str, list[object]]) -> _Part:
-    """Every version of `table` the clause lets the reader read, with its metadata."""
-    where, params = clause
-    readable = frozenset(int(r[0]) for r in cur.execute(
-        f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchall())
-    every = cur.execute(
-        f"SELECT {', '.join(META_COLUMNS)} FROM {schema}.{table} ORDER BY created_at DESC, rid DESC").fetchall()
-    top = max((int(row[0]) for row in every), default=-1)
-    return readable, [_meta(table, row) for row in every if int(row[0]) in readable], top
-
-
-def _grown(cur: Cursor, schema: str, table: str, clause: tuple[str, list[object]], older: Readable) -> _Part:
-    """`older`'s part of `table` and the rows written since it was read. Rows are only ever added, with
-    rising rids (a change is a new version), and whether a version may be read depends on the version
-    and the reader's policy alone (the same clause): so the older rows stand, and only the new ones are
-    read. A turn written at 100k memories rebuilt the 88k turns' metadata (0.7-1.2 s) before."""
-    seen = int(older.made_with[table][3])
-    where, params = clause
-    new = cur.execute(
-        f"SELECT {', '.join(f'm.{c}' for c in META_COLUMNS)}, ({where}) AS allowed FROM {schema}.{table} m "
-        f"WHERE m.rid > ? ORDER BY m.created_at DESC, m.rid DESC", [*params, seen]).fetchall()
-    top = max((int(row[0]) for row in new), default=seen)
-    metas = [_meta(table, row[:-1]) for row in new if row[-1]]
-    readable = older.readable[table] | {m.rid for m in metas}
-    return readable, newest_first(older.rows[table], metas), top
-
-
-# Tables whose rows' currentness depends on the versions of their own id alone (query/currentness.py):
-# facts link across ids (supersession, slots), so theirs is read whole.
-OWN_HEADS = ("summaries", "turns")
-
-
-def _current_grown(
-    cur: Cursor, schema: str, table: str, clause: tuple[str, list[object]], older: Readable
-) -> frozenset[int]:
-    """`older`'s current rows of `table`, brought up to date for the ids given a version since: with the
-    same current clause (the reader's own head changes included), no other row's currentness moved."""
-    seen = int(older.made_with[table][3])
-    where, params = clause
-    touched = cur.execute(
-        f"""SELECT m.rid, coalesce(({where}), false) FROM {schema}.{table} m
-            WHERE m.id IN (SELECT id FROM {schema}.{table} WHERE rid > ?)""", [*params, seen]).fetchall()
-    if not touched:
-        return older.current[table]
-    return frozenset((older.current[table] - {int(r[0]) for r in touched}) | {int(r[0]) for r in touched if r[1]})
 
 
 class Catalog:
@@ -144,8 +84,8 @@ class Catalog:
             f"SELECT {', '.join(f'm.{c}' for c in META_COLUMNS)} FROM {schema}.turns m "
             f"WHERE {where} AND m.session IN (SELECT unnest(?::VARCHAR[]))", [*params, wanted]
         ).fetchall():
-            meta = _meta("turns", row)
-            out.setdefault(label(str(meta.session)), []).append(meta)
+            found = meta("turns", row)
+            out.setdefault(label(str(found.session)), []).append(found)
         return out
 
     def readable(self) -> Readable | None:
@@ -172,7 +112,7 @@ class Catalog:
 
         A table that no commit touched since the last build (Store.table_generation), read with the same
         clauses, keeps its part: one fact written at 100k memories rebuilt the 65k turns' (0.4 s). A table
-        that was written keeps its rows and reads only the new ones (`_grown`)."""
+        that was written keeps its rows and reads only the new ones (query/readable_parts.py)."""
         cur = self.store.cursor()
         older = self._readable if self._readable is not None and self._readable.schema == schema else None
         current: dict[str, frozenset[int]] = {}
@@ -194,15 +134,15 @@ class Catalog:
                                                                 older.rows[table])
                 continue
             if older is not None and table in OWN_HEADS and before[1:2] == key[1:2]:
-                current[table] = _current_grown(cur, schema, table, clauses[0], older)
+                current[table] = current_grown(cur, schema, table, clauses[0], older)
             else:
                 where, params = clauses[0]
                 current[table] = frozenset(int(r[0]) for r in cur.execute(
                     f"SELECT m.rid FROM {schema}.{table} m WHERE {where}", params).fetchall())
             if older is not None and before[2:3] == key[2:3]:  # every version read with the same clause
-                readable[table], rows[table], top = _grown(cur, schema, table, clauses[1], older)
+                readable[table], rows[table], top = grown(cur, schema, table, clauses[1], older)
             else:
-                readable[table], rows[table], top = _whole(cur, schema, table, clauses[1])
+                readable[table], rows[table], top = whole(cur, schema, table, clauses[1])
             made_with[table] = (*key, top)  # the highest rid read: where the next `_grown` starts
         built = Readable(generation, schema, current, readable, rows, made_with=made_with)
         if older is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from recallfs.query.catalog import _meta
+from recallfs.query.readable_parts import meta as _meta
 
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
