@@ -88,7 +88,11 @@ def test_a_copied_recall_hit_is_refused_with_the_file_to_copy_instead(mounted: M
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "Invalid argument" in proc.stderr
     reason = (mounted.path / "inbox" / ".rejected" / "hit.md").read_text()
-    assert "this is a recall hit" in reason and "write the memory's own file (" in reason and "/facts/" in reason
+    assert "this is a recall hit" in reason and "write the memory's own file (" in reason
+    own = reason.split("write the memory's own file (", 1)[1].split(")", 1)[0]  # the hit's path: its version
+    assert "/history/" in own and "\nrank:" not in Path(own).read_text()  # a memory's file, not a hit
+    proc = subprocess.run(["cp", own, "inbox/own.md"], cwd=mounted.path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr  # the file it names is taken back as the memory
 
 
 def test_an_unchanged_turn_copy_stores_nothing(mounted: Mount) -> None:
