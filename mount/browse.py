@@ -146,17 +146,17 @@ class Browser:
         return out
 
     # -- change sets (for kernel invalidation after an ingest) -----------------------------------------
-    def heads(self) -> Any:
+    def state(self) -> Any:
         """The current versions and the workspace's policies now, to diff after a write
         (`heads_changed_since`, `policies_changed_since`); opaque here."""
         return self.reader.heads(), self.reader.policies()
 
     def heads_changed_since(self, before: Any) -> set[int]:
-        """The rids whose currentness changed since `heads()` answered `before`."""
+        """The rids whose currentness changed since `state()` answered `before`."""
         return self.reader.heads_changed_since(before[0])
 
     def policies_changed_since(self, before: Any) -> bool:
-        """Whether a policy of the workspace changed since `heads()` answered `before` (a lake replays
+        """Whether a policy of the workspace changed since `state()` answered `before` (a lake replays
         `recallfs policy set` while mounted): what a reader may read changed, not which rows are current."""
         return bool(self.reader.policies() != before[1])
 

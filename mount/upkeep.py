@@ -99,7 +99,7 @@ class Upkeep:
         Called from the control channel, never from a request handler, so kernel invalidation here
         cannot deadlock against the request that would have to finish first."""
         async with self.write_lock:
-            before = await self.run(self.browser.heads)
+            before = await self.run(self.browser.state)
             generation = self.store.generation
             result: Any = None
             try:

@@ -21,6 +21,7 @@ from recallfs.query.gate import reader_scope_clause
 from recallfs.query.labels import label, label_forms
 from recallfs.query.lineage import Lineage, Ref, partition_links
 from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.policies import stored_policy_key
 from recallfs.query.readable import Changed, Meta, Readable, Row
 from recallfs.query.readable_parts import META_COLUMNS, OWN_HEADS, current_grown, grown, meta, whole
 from recallfs.query.rows import load_rows
@@ -119,10 +120,7 @@ class Catalog:
         readable: dict[str, frozenset[int]] = {}
         rows: dict[str, list[Meta]] = {}
         made_with: dict[str, tuple[Any, ...]] = {}
-        # The clauses read the reader's policy inside the SQL, so the text of a clause stays the same when
-        # the policy changes (a lake replays a `policy set` while mounted): the policy is part of the key.
-        policy = repr(cur.execute(f"SELECT * FROM {POLICY_TABLE} WHERE org = ? AND workspace = ? AND agent = ?",
-                                  [self.principal.org, self.principal.workspace, self.principal.agent]).fetchall())
+        policy = stored_policy_key(cur, self.principal)  # part of the key: the clauses' text hides it
         for table in MEMORY_TABLES:
             clauses = [reader_scope_clause(self.store, self.principal, schema, None, current_only=only)
                        for only in (True, False)]

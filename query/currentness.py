@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from recallfs.query.cursor import Cursor
-from recallfs.query.slot_succession import SlotMember, blind_pairs, slot_successors
+from recallfs.query.slot_succession import Blind, SlotMember, blind_pairs, slot_successors
 
 # A memory's head among its versions: the newest by time, then the last to arrive (query/versioning.py).
 HEAD_ORDER = "PARTITION BY id ORDER BY created_at DESC, version DESC, rid DESC"
@@ -127,12 +127,14 @@ def rebuild_heads(cur: Cursor, schema: str, written: Mapping[str, Collection[str
 
 def head_queries(
     cur: Cursor, schema: str, where: str = "TRUE", params: Sequence[object] = (),
-    tables: Collection[str] = HEAD_TABLES,
+    tables: Collection[str] = HEAD_TABLES, blind: Blind | None = None,
 ) -> list[tuple[str, str, list[object]]]:
     """(table, sql selecting `rid`, its parameters) of the current rows of each memory table, among the
     rows that satisfy `where` over alias `m` (the partition's heads: TRUE; one reader's heads: the
     reader's authorization predicate, so that rows it may not read neither replace nor hide anything).
-    The facts' supersession chains are walked here, in Python, over the linked facts alone."""
+    The facts' supersession chains are walked here, in Python, over the linked facts alone. `blind` is
+    the partition's `Blind` when the caller has it (a reader of the committed store); a write works it
+    out through `cur`, which sees the write's own rows."""
     rows = f"(SELECT * FROM {schema}.{{table}} m WHERE {where})"
     out: list[tuple[str, str, list[object]]] = []
     for table in ("summaries", "turns"):
@@ -142,11 +144,13 @@ def head_queries(
                 SELECT rid, status, row_number() OVER ({HEAD_ORDER}) AS rn FROM {rows.format(table=table)})
             WHERE rn = 1 AND status = 'active'""", list(params)))
     if "facts" in tables:
-        out.append(("facts", *_fact_heads(cur, schema, rows.format(table="facts"), list(params))))
+        if blind is None:
+            blind = blind_pairs(cur, schema)
+        out.append(("facts", *_fact_heads(cur, rows.format(table="facts"), list(params), blind)))
     return out
 
 
-def _fact_heads(cur: Cursor, schema: str, rows: str, params: list[object]) -> tuple[str, list[object]]:
+def _fact_heads(cur: Cursor, rows: str, params: list[object], blind: Blind) -> tuple[str, list[object]]:
     """(sql, params) of the current facts among `rows`: the latest version of each id, active, whose
     supersession chain ends at itself, and not replaced in its slot (query/slot_succession.py)."""
     latest = f"""SELECT * FROM (
@@ -169,26 +173,20 @@ def _fact_heads(cur: Cursor, schema: str, rows: str, params: list[object]) -> tu
         alive AS (
             SELECT * FROM latest
             WHERE status = 'active' AND id NOT IN (SELECT unnest(?::VARCHAR[])))"""
-    blind = blind_pairs(cur, schema)
-    if blind:  # an author may not read a fact in a slot it wrote to: those slots are worked out in Python
-        special = "nfc_normalize(slot) IN (SELECT unnest(?::VARCHAR[]))"
+    # Slots where an author may not read a fact it could replace are worked out in Python (most
+    # partitions have none); every other slot, and every fact without one, by its newest member in SQL.
+    special = "nfc_normalize(slot) IN (SELECT unnest(?::VARCHAR[]))"
+    kept: list[int] = []
+    if blind:
         members = [SlotMember(int(r[0]), str(r[1]), str(r[2]), r[3], int(r[4])) for r in cur.execute(
             f"{alive} SELECT rid, slot, agent, created_at, version FROM alive WHERE slot IS NOT NULL AND {special}",
             [*params, gone, sorted(blind.slots)]).fetchall()]
-        replaced = sorted(slot_successors(members, blind))
-        return (f"""{alive},
-            ranked AS (
-                SELECT rid, row_number() OVER (
-                    PARTITION BY coalesce(nfc_normalize(slot), '\\x00' || id)
-                    ORDER BY created_at DESC, version DESC, rid DESC) AS srn
-                FROM alive WHERE slot IS NULL OR NOT {special})
-            SELECT rid FROM ranked WHERE srn = 1
-            UNION ALL SELECT unnest(?::BIGINT[])""",
-                [*params, gone, sorted(blind.slots), sorted({m.rid for m in members} - set(replaced))])
+        kept = sorted({m.rid for m in members} - set(slot_successors(members, blind)))
     return (f"""{alive},
         ranked AS (
             SELECT rid, row_number() OVER (
                 PARTITION BY coalesce(nfc_normalize(slot), '\\x00' || id)  -- one slot in either Unicode form
                 ORDER BY created_at DESC, version DESC, rid DESC) AS srn
-            FROM alive)
-        SELECT rid FROM ranked WHERE srn = 1""", [*params, gone])
+            FROM alive WHERE slot IS NULL OR NOT {special})
+        SELECT rid FROM ranked WHERE srn = 1
+        UNION ALL SELECT unnest(?::BIGINT[])""", [*params, gone, sorted(blind.slots), kept])

@@ -32,7 +32,7 @@ from recallfs.query.currentness import FactState, fact_links, replaced_ids
 from recallfs.query.derived import by_generation, store_state
 from recallfs.query.gate import authorize
 from recallfs.query.migrations import MEMORY_TABLES
-from recallfs.query.slot_succession import NOT_BLIND, Blind, SlotMember, blind_pairs, slot_successors
+from recallfs.query.slot_succession import NOT_BLIND, Blind, SlotMember, committed_blind, slot_successors
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 
@@ -182,7 +182,7 @@ def partition_links(store: Store, schema: str) -> PartitionLinks:
     no link (most turns) is not read at all."""
     def compute() -> PartitionLinks:
         versions = tuple(v for table in MEMORY_TABLES for v in _rows(store, schema, table))
-        blind = blind_pairs(store.cursor(), schema)
+        blind = committed_blind(store, schema)
         return PartitionLinks(links_of(versions, blind), versions, blind)
 
     return _CACHE.get_or_compute((str(store.path), *store_state(store), schema), compute)

@@ -41,6 +41,14 @@ def _slots_again(store: Store, cur: Cursor, principal: Principal) -> None:
         rebuild_heads(cur, schema, {"facts": ("*",)})
 
 
+def stored_policy_key(cur: Cursor, principal: Principal) -> str:
+    """The principal's stored policy row as text ("[]" when none), for the keys of what a reader's view
+    caches: the gate's clauses read the policy inside their SQL, so their text stays the same when it
+    changes (a lake replays `recallfs policy set` while mounted)."""
+    return repr(cur.execute("SELECT * FROM main.policies WHERE org = ? AND workspace = ? AND agent = ?",
+                            [principal.org, principal.workspace, principal.agent]).fetchall())
+
+
 def get_policy(store: Store, principal: Principal) -> tuple[Policy, bool]:
     """(policy, stored?): the default policy when none is stored."""
     # a store opened read-only before its migration to version 3 has no `writes` column: true

@@ -23,9 +23,10 @@ from recallfs.query.currentness import head_queries
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import store_state
 from recallfs.query.migrations import MEMORY_TABLES
+from recallfs.query.policies import stored_policy_key
+from recallfs.query.slot_succession import Blind, committed_blind
 from recallfs.query.store import Store
 from recallfs.scope.predicate import (
-    POLICY_TABLE,
     authorization_predicate,
     partition_predicate,
     policy_predicate,
@@ -72,9 +73,7 @@ def hides_rows(store: Store, principal: Principal, schema: str) -> bool:
     def compute() -> bool:
         cur = store.cursor()
         # the reader's stored policy is part of what was looked at: a new one makes every row new again
-        policy = cur.execute(f"SELECT * FROM {POLICY_TABLE} WHERE org = ? AND workspace = ? AND agent = ?",
-                             [principal.org, principal.workspace, principal.agent]).fetchall()
-        return _any_hidden(cur, principal, schema, (*key, repr(policy)))
+        return _any_hidden(cur, principal, schema, (*key, stored_policy_key(cur, principal)))
 
     return _HIDES.get_or_compute((*key, generation), compute)
 
@@ -90,7 +89,7 @@ def head_changes(store: Store, principal: Principal, schema: str) -> HeadChanges
             return NO_CHANGES
         if not any(_hidden_rows_matter(cur, principal, schema, table) for table in MEMORY_TABLES):
             return NO_CHANGES
-        return _recompute(cur, schema, where, params)
+        return _recompute(cur, schema, where, params, committed_blind(store, schema))
 
     return _CHANGES.get_or_compute((*key, generation), compute)
 
@@ -113,9 +112,9 @@ def _any_hidden(cur: Cursor, principal: Principal, schema: str, key: tuple[objec
     return hidden
 
 
-def _recompute(cur: Cursor, schema: str, where: str, params: list[object]) -> HeadChanges:
+def _recompute(cur: Cursor, schema: str, where: str, params: list[object], blind: Blind) -> HeadChanges:
     current: set[int] = set()
-    for _table, sql, bound in head_queries(cur, schema, where, params):
+    for _table, sql, bound in head_queries(cur, schema, where, params, blind=blind):
         current.update(int(r[0]) for r in cur.execute(sql, bound).fetchall())
     heads = {int(r[0]) for r in cur.execute(f"SELECT rid FROM {schema}.heads").fetchall()}
     readable_heads: set[int] = set()

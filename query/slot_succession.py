@@ -13,7 +13,8 @@ later write by an author who sees both replaces both.
 own in that slot, no older. They are worked out from the stored policies, one query per author of slot
 facts (an author may be blind to its own, by a kind or tag its stored policy denies); most partitions have
 none, and then the slot's order alone decides, in SQL, as before.
-`slot_successors` is pure, tested from a table.
+`slot_successors` is pure, tested from a table. A write works its pairs out inside its transaction
+(`blind_pairs`); readers of the committed store share them once per store generation (`committed_blind`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
+from recallfs.query.derived import by_generation, store_state
 from recallfs.query.labels import label
+from recallfs.query.store import Store
 from recallfs.scope.predicate import POLICY_TABLE, policy_predicate
 from recallfs.scope.principal import Principal, ScopeError
 
@@ -107,3 +111,13 @@ def blind_pairs(cur: Cursor, schema: str) -> Blind:
             pairs.add((author.agent, int(rid)))
             slots.add(label(str(slot)))
     return Blind(frozenset(pairs), frozenset(slots))
+
+
+_COMMITTED: LruCache[tuple[object, ...], Blind] = LruCache(64, generation=by_generation)
+
+
+def committed_blind(store: Store, schema: str) -> Blind:
+    """`blind_pairs` of the committed store, once per store generation: the partition's links and every
+    reader's heads ask for the same answer (it depends on the slot facts and the policies alone)."""
+    return _COMMITTED.get_or_compute((str(store.path), *store_state(store), schema),
+                                     lambda: blind_pairs(store.cursor(), schema))
