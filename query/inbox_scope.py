@@ -6,10 +6,11 @@ it for its owner, an `id` made the write that memory's next version, and
 told the writer it did. Refusing such a write would tell it just as much. So a write is read as it would
 be in a store that never held the memories its writer cannot see:
 
-- a link (`supersedes`, `superseded_by`) to a memory the writer cannot read is dropped, as a link to an
-  id nobody wrote has no effect;
 - a record whose id is a memory the writer cannot read takes an id of its own (derived from the writer
   and that id, so writing it again is the next version of the writer's own memory);
+- a link (`supersedes`, `superseded_by`) to a memory the writer cannot read names that same id of its
+  own instead: it links the writer's own memory if it wrote one under that id (as in a store without
+  the hidden one), and otherwise nothing, as a link to an id nobody wrote does;
 
 A `slot` is kept: a fact replaces only the facts of its slot that its author may read
 (query/slot_succession.py), so a hidden fact in the slot stays current for those who read it. (Until
@@ -39,11 +40,15 @@ def confine_to_view(store: Store, writer: Principal, records: Sequence[MemoryRec
     hidden_ids = _hidden(store, schema, writer, ids) if ids else set()
     if not hidden_ids:
         return list(records)
+
+    def own(table: str, mem_id: str) -> str:
+        return derive_id(table, f"{writer.agent}/{mem_id}") if mem_id in hidden_ids else mem_id
+
     out: list[MemoryRecord] = []
-    for rec in records:
-        own_id = derive_id(rec.table, f"{writer.agent}/{rec.id}") if rec.id in hidden_ids else rec.id
-        supersedes = None if rec.supersedes in hidden_ids else rec.supersedes
-        superseded_by = None if rec.superseded_by in hidden_ids else rec.superseded_by
+    for rec in records:  # links are between facts (records.FACT_ONLY)
+        own_id = own(rec.table, rec.id)
+        supersedes = own("facts", rec.supersedes) if rec.supersedes else rec.supersedes
+        superseded_by = own("facts", rec.superseded_by) if rec.superseded_by else rec.superseded_by
         if (own_id, supersedes, superseded_by) == (rec.id, rec.supersedes, rec.superseded_by):
             out.append(rec)
         else:

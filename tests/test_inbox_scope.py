@@ -112,3 +112,32 @@ def test_slot_writes_read_as_in_a_store_without_the_hidden_facts(tmp_path: Path)
     full, clean = trees
     assert full == clean
     assert [n for n in full if "the-api-key-is-in-the-new-vault" in n and n.startswith("facts/")]
+
+
+def _own_id_writes(mount: Mount) -> tuple[list[str], list[str]]:
+    _write(mount, "mine.md", "---\nid: f-secret\n---\nThe heron-gate code is 4411\n")
+    _write(mount, "newer.md", "---\nsupersedes: f-secret\n---\nThe heron-gate code is now 5522\n")
+    listed = sorted(os.listdir(mount.path / "facts"))
+    heron = [n for n in listed if "heron-gate" in n]
+    return listed, [ln for n in heron for ln in (mount.path / "facts" / n).read_text().splitlines()
+                    if ln.startswith(("current:", "version:"))]
+
+
+def test_a_link_to_a_hidden_id_reaches_the_writers_own_memory_of_that_id(tmp_path: Path) -> None:
+    """The writer gives its fact an id another agent holds privately, then supersedes that id: as in a
+    store without the hidden fact, its own fact is replaced (before 2026-12-07 the link was dropped, so
+    the older fact stayed current beside its correction, only when the hidden id existed)."""
+    views = []
+    clean_sample = [r for r in SAMPLE if r.get("id") != "f-secret"]
+    for name, records in (("full", SAMPLE), ("clean", clean_sample)):
+        env = base_env(tmp_path / name)
+        (tmp_path / name).mkdir()
+        build_store(tmp_path / name, records, env)
+        mount = start_mount(tmp_path / name, env)
+        try:
+            views.append(_own_id_writes(mount))
+        finally:
+            stop_mount(mount)
+    full, clean = views
+    assert full == clean
+    assert [n for n in full[0] if "heron-gate" in n] == [n for n in full[0] if "5522" in n], full
