@@ -213,6 +213,7 @@ def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
         else:
             words.append(token)
     options.sort(key=lambda named: named[0] != "now")  # stable: the rest keep their order
+    errors.extend(_repeated(options))
     for name, value in options:
         try:
             apply_option(opts, name, value, opts.now or now or utc_now())
@@ -222,6 +223,22 @@ def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
         errors.append("since: is after until: so nothing could match; both were ignored")
         opts.since = opts.until = None
     return ParsedQuery(text=" ".join(words), options=opts, errors=errors)
+
+
+_LISTS = ("kind", "tag")  # options that add up; every other one holds one value
+
+
+def _repeated(options: list[tuple[str, str]]) -> list[str]:
+    """A note for each one-value option given more than once: the last counts (as a repeated CLI flag
+    does), and the user learns that the others were not used."""
+    last: dict[str, str] = {}
+    seen_twice: list[str] = []
+    for name, value in options:
+        if name in last and name not in _LISTS and name not in seen_twice:
+            seen_twice.append(name)
+        last[name] = value
+    return [f"{name}: given more than once; the last, {name}:{shown(last[name].strip())}, counts"
+            for name in seen_twice]
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -53,7 +53,6 @@ def opts(**kw: object) -> RecallOptions:
     ("k:1", "", opts(k=1)),
     (f"k:{MAX_K}", "", opts(k=MAX_K)),
     ("k:+5", "", opts(k=5)),
-    ("k:5 k:7", "", opts(k=7)),  # the last one wins
     ("offset:0", "", opts(offset=0)),
     ("offset:30 x", "x", opts(offset=30)),
     ("budget:800 x", "x", opts(budget=800)),
@@ -165,6 +164,18 @@ def test_one_bad_option_keeps_the_good_ones():
     assert parsed.text == "deploy"
     assert parsed.options == opts(kinds=["decision"], offset=5)
     assert parsed.errors == ["ignored k:zz ('zz' is not a whole number)"]
+
+
+@pytest.mark.parametrize(("raw", "expected", "notes"), [
+    ("k:5 k:7", opts(k=7), ["k: given more than once; the last, k:7, counts"]),
+    ("K:5 k:7 k:2 since:7d SINCE:2026-06-01", opts(k=2, since=datetime(2026, 6, 1)),
+     ["k: given more than once; the last, k:2, counts",
+      "since: given more than once; the last, since:2026-06-01, counts"]),
+    ("kind:decision kind:fact tag:a tag:b", opts(kinds=["decision", "fact"], tags=["a", "b"]), []),  # lists add up
+])
+def test_a_one_value_option_given_twice_counts_the_last_and_says_so(raw, expected, notes):
+    parsed = parse_query(raw, now=NOW)
+    assert (parsed.text, parsed.options, parsed.errors) == ("", expected, notes)
 
 
 def test_unbalanced_quote_falls_back_to_a_plain_split():
