@@ -73,6 +73,8 @@ def fallback(
     cands, total = trace.timed("fallback", partial(newest_selected, scope, want))
     if not cands:
         stages["fallback"] = "none: the filters select no memory"
+        filters = filters_of(options)  # say which, so `kind:decisions` for `kind:decision` is seen
+        trace.notes.append(f"{' '.join(filters)} select{'s' if len(filters) == 1 else ''} no memory")
         return [], {}, 0
     authorized, rows = authorize_and_load(scope, principal, cands, options, trace)
     trace.notes.append(fallback_note(text, filters_of(options), total))

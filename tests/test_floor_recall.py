@@ -82,10 +82,12 @@ def test_filters_whose_text_matches_nothing_fall_back_newest_first(demo):
     assert [h.id for h in page.hits] == [h.id for h in result.hits[2:4]] and page.has_more
 
 
-def test_filters_alone_list_their_memories_and_a_filter_selecting_nothing_says_nothing(demo):
+def test_filters_alone_list_their_memories_and_a_filter_selecting_nothing_says_which(demo):
     assert len(ask(demo, "tag:windows").hits) == 5
     none = ask(demo, "ci tag:no-such-tag")
-    assert none.hits == [] and NOTHING in none.notes
+    assert none.hits == [] and NOTHING in none.notes and "tag:no-such-tag selects no memory" in none.notes
+    typo = ask(demo, "deploy kind:decisions tag:ci")  # a plural for `kind:decision` is seen at once
+    assert typo.hits == [] and "kind:decisions tag:ci select no memory" in typo.notes
 
 
 def test_the_fallback_is_only_for_filters(demo):
