@@ -92,6 +92,29 @@ def _jsonl(name: str, text: str, writer: Writer) -> list[MemoryRecord]:
     return records
 
 
+class FrontMatterLoader(yaml.SafeLoader):
+    """YAML as a memory's fields want it. A plain value that looks like a date but is none
+    (`created_at: 2026-02-30`) is text, for the record's parser to refuse with its field and line: PyYAML
+    raised a bare ValueError ("day is out of range"), which reached the daemon as an internal error and
+    counted against health. A yes/no/on/off is text too (`speaker: no` is a name); true and false stay
+    booleans, as in YAML 1.2 and JSON."""
+
+    def lenient_timestamp(self, node: yaml.ScalarNode) -> Any:
+        try:
+            return self.construct_yaml_timestamp(node)
+        except (ValueError, OverflowError):
+            return self.construct_scalar(node)
+
+
+FrontMatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+FrontMatterLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", FrontMatterLoader.lenient_timestamp)
+
+
 def _front_matter(name: str, lines: list[str], writer: Writer) -> MemoryRecord:
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == FRONT), None)
     if end is None:
@@ -99,11 +122,15 @@ def _front_matter(name: str, lines: list[str], writer: Writer) -> MemoryRecord:
     try:
         source = "\n".join(lines[1:end])
         _refuse_shapes(source)
-        fields = yaml.safe_load(source)
+        fields = yaml.load(source, Loader=FrontMatterLoader)  # a SafeLoader (below)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise InboxError(f"front matter: {problem}", mark.line + 2 if mark is not None else 1) from None
+    except InboxError:
+        raise
+    except (ValueError, TypeError, OverflowError) as exc:  # a constructor's own error (an explicit !!tag)
+        raise InboxError(f"front matter: {exc}", 2) from None
     if fields is None:
         fields = {}
     if not isinstance(fields, dict):

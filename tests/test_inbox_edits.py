@@ -18,6 +18,8 @@ pytestmark = [needs_fuse, pytest.mark.mount]
 
 RECORDS = [
     fact("window-1", "The deploy window is Tuesday afternoon", id="f-window", created_at="2026-05-01"),
+    fact("pager-1", "The pager rota starts on Monday", id="f-rota", created_at="2026-05-01"),
+    fact("pager-2", "The pager rota starts on Friday", id="f-rota", created_at="2026-05-10"),
     fact("window-2", "The deploy window moved to Thursday morning", id="f-window-fix", supersedes="f-window",
          created_at="2026-05-03"),
     turn("2026-05-02-ops", 0, "maya", "Who owns the pager this week?", caption="a rota screenshot",
@@ -117,3 +119,15 @@ def test_a_memory_written_through_the_inbox_edits_like_any_other(mounted: Mount,
     now = only(mounted.path / "facts", "bld-two").read_text()
     assert "version: 2" in now and stamp in now  # the edit keeps the date the file gave
     assert sorted(os.listdir(history)) == ["v1.md", "v2.md"]
+
+
+def test_an_older_version_comes_back_as_current_once_its_date_is_dropped(mounted: Mount, tmp_path: Path) -> None:
+    """README, Editing a memory: a copy keeps the date of the version it copies, so changing only its text
+    stores an older version (found 2026-12-07: the README said a text change alone brought it back)."""
+    hist = mounted.path / "history" / "f-rota"
+    sh(f"sed 's/Monday/Monday mornings/' {hist}/v1.md > {tmp_path}/r.md && cp {tmp_path}/r.md inbox/", mounted.path)
+    assert "current: false" in (hist / "v3.md").read_text()
+    assert "friday" in only(mounted.path / "facts", "pager-rota").name
+    sh(f"grep -v '^created_at:' {hist}/v1.md > {tmp_path}/r2.md && cp {tmp_path}/r2.md inbox/", mounted.path)
+    assert "current: true" in (hist / "v4.md").read_text()
+    assert "monday" in only(mounted.path / "facts", "pager-rota").name

@@ -33,6 +33,10 @@ def _one(name: str, text: str):
     ("same.md", "---\nagent: scout\nworkspace: acme/platform\n---\nClaims that match the view are fine.",
      {"agent": "scout", "workspace": "platform", "org": "acme"}),
     ("sup.md", "---\nsupersedes: f-db-host\n---\nThe DB host is db-7 now.", {"supersedes": "f-db-host"}),
+    # Found 2026-12-07: YAML 1.1 read these as a date that is none (an internal error) and as a boolean
+    ("ids.md", "---\ntype: summary\nsession: 2026-04-31\n---\nThe April session.", {"session": "2026-04-31"}),
+    ("who.md", "---\ntype: turn\nsession: s\nseq: 1\nspeaker: no\n---\nHi.", {"speaker": "no"}),
+    ("when.md", "---\ncreated_at: 2026-06-01T10:00:00Z\n---\nA time.", {"created_at": datetime(2026, 6, 1, 10)}),
 ])
 def test_written_files_become_records(name, text, expected):
     rec = _one(name, text)
@@ -55,6 +59,9 @@ def test_written_files_become_records(name, text, expected):
     ("list.md", "---\n- a\n- b\n---\nBody.", 2, "field: value"),
     ("content.md", "---\ncontent: hidden\n---\nBody.", 2, "text after the front matter"),
     ("status.md", "---\nstatus: maybe\n---\nBody.", 2, "status"),
+    ("day.md", "---\nkind: fact\ncreated_at: 2026-02-30\n---\nBody.", 3, "created_at: '2026-02-30'"),
+    ("zone.md", "---\ncreated_at: 2026-06-01T10:00:00+25:00\n---\nBody.", 2, "created_at:"),
+    ("tagged.md", "---\ncreated_at: !!timestamp 2026-02-30\n---\nBody.", 2, "created_at:"),
     ("lines.jsonl", '{"type": "fact", "source_id": "a", "created_at": "2026-01-01", "content": "ok"}\n'
      '{"type": "fact", "source_id": "b", "created_at": "2026-01-01", "content": "x", "agent": "atlas"}\n',
      2, "writes as 'scout'"),
