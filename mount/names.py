@@ -100,14 +100,21 @@ def fits(name: str) -> bool:
     return len(name.encode("utf-8", "surrogateescape")) <= NAME_MAX
 
 
+# A control character in a label (a tag "nl\nx", an ESC) would be a file name that breaks `ls | while
+# read` and `find | xargs`, or drives the terminal that lists it: it is shown as its picture (U+2400..).
+_CONTROL_PICTURES = {**{c: 0x2400 + c for c in range(1, 0x20)}, 0x7F: 0x2421}
+_CONTROLS = {picture: c for c, picture in _CONTROL_PICTURES.items()}
+
+
 def encode_value(value: str, suffix: str = "") -> str:
     """A stored value (tag, kind, session, entity) as a file name (plus `suffix`, e.g. '.md').
 
-    '/' shows as U+2215; NUL is dropped; a leading '.' shows as U+2024 (so '.' and '..' are names too);
+    '/' shows as U+2215; NUL is dropped; a control character shows as its picture (a newline as U+240A,
+    ESC as U+241B, DEL as U+2421); a leading '.' shows as U+2024 (so '.' and '..' are names too);
     "" is '_'; a name over 255 bytes is cut and ends in '~' and a short hash of the whole value, so
     distinct values keep distinct names. The value is named in its one label form, NFC (query/labels.py)."""
     value = label(value)
-    name = value.replace("/", SLASH_STANDIN).replace("\0", "")
+    name = value.replace("/", SLASH_STANDIN).replace("\0", "").translate(_CONTROL_PICTURES)
     if name.startswith("."):
         name = DOT_STANDIN + name[1:]
     if name == "":
@@ -134,7 +141,7 @@ def decode_value(name: str, suffix: str = "") -> str | None:
         name = ""
     if name.startswith(DOT_STANDIN):
         name = "." + name[1:]
-    return name.replace(SLASH_STANDIN, "/")
+    return name.replace(SLASH_STANDIN, "/").translate(_CONTROLS)
 
 
 def decode_query(name: str) -> str:

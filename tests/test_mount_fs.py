@@ -155,6 +155,28 @@ def test_values_starting_with_a_dot_are_paths_that_open_cold(tmp_path: Path) -> 
         stop_mount(mount)
 
 
+def test_control_characters_in_values_are_names_that_list_and_open_as_one_line(tmp_path: Path) -> None:
+    """Found 2026-12-07: a tag "nl\\nx" was a file name with a newline (`find | xargs` split it) and one
+    holding ESC drove the terminal that listed it; each is shown as its control picture."""
+    env = base_env(tmp_path)
+    build_store(tmp_path, [
+        fact("ctl-1", "A fact with control characters", id="f-ctl", tags=["nl\nx", "red\x1b[31mX"],
+             kind="k\x07bell", entity="line1\nline2"),
+        turn("sess\tone", 0, "maya", "a turn in a tabbed session")], env)
+    mount = start_mount(tmp_path, env)
+    try:
+        m = mount.path
+        listed = sh("find", str(m), "-path", f"{m}/recall", "-prune", "-o", "-print").stdout
+        assert not any(ch in listed.replace("\n", "") for ch in "\x1b\x07\t"), repr(listed)
+        assert sorted(os.listdir(m / "facts" / "by-tag")) == ["nl\u240ax", "red\u241b[31mX"]
+        assert os.listdir(m / "facts" / "by-kind") == ["k\u2407bell"]
+        assert sh("cat", str(m / "entities" / "line1\u240aline2.md")).stdout.count("control characters") == 1
+        assert "a turn in a tabbed session" in (m / "sessions" / "sess\u2409one" / "transcript.md").read_text()
+        assert os.listdir(m / "facts" / "by-tag" / "nl\u240ax") == ["a-fact-with-control-characters--f-ctl.md"]
+    finally:
+        stop_mount(mount)
+
+
 def test_recall_directory(sample: Mount) -> None:
     q = sample.path / "recall" / "flaky windows test"
     names = sh("ls", f"{q}/").stdout.split("\n")

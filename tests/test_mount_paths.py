@@ -199,12 +199,14 @@ def test_slug_reads_only_the_words_it_needs_and_names_as_before(text: str, max_c
     ("", "", "_"),
     ("Caroline", ".md", "Caroline.md"),
     ("nul\0byte", "", "nulbyte"),
+    ("nl\nx", "", "nl\u240ax"), ("red\x1b[31mX", ".md", "red\u241b[31mX.md"), ("del\x7f", "", "del\u2421"),
 ])
 def test_encode_value(value: str, suffix: str, name: str) -> None:
     assert encode_value(value, suffix) == name
 
 
-@pytest.mark.parametrize("value", ["ci", "area/ci", ".", "..", ".notes", "..x", "Caroline", "session 1/2", ""])
+@pytest.mark.parametrize("value", ["ci", "area/ci", ".", "..", ".notes", "..x", "Caroline", "session 1/2", "",
+                                   "tab\there", "nl\nx", "bell\x07"])
 def test_decode_value_inverts_encode(value: str) -> None:
     assert decode_value(encode_value(value, ".md"), ".md") == value
     assert decode_value(encode_value(value)) == value
