@@ -203,7 +203,10 @@ def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> Memor
                             source=f"inbox:{name}")
     except RecordError as exc:
         match = _FIELD.match(str(exc))
-        raise refuse(str(exc), match.group(1) if match else None) from None
+        reason = str(exc)
+        if match and "expected a string, got" in reason:  # YAML read `entity: 0x1F` as a number
+            reason += f"; to keep it as text, quote it: {match.group(1)}: \"...\""
+        raise refuse(reason, match.group(1) if match else None) from None
 
 
 def _plain(value: Any) -> Any:

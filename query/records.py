@@ -146,6 +146,9 @@ def derive_id(table: str, source_id: str) -> str:
     return f"{table[0]}-{hashlib.sha1(f'{table}/{source_id}'.encode()).hexdigest()[:10]}"
 
 
+MIN_YEAR, MAX_YEAR = 1900, 2200  # a memory's date; recall's since:/until: take any date, and simply match none
+
+
 def parse_timestamp(value: Any, what: str = "created_at") -> datetime:
     """ISO 8601 date or date-time; aware values are converted to UTC, then stored naive (UTC)."""
     if not isinstance(value, str) or not value.strip():
@@ -158,12 +161,12 @@ def parse_timestamp(value: Any, what: str = "created_at") -> datetime:
     except ValueError:
         raise RecordError(f"{what}: {value!r} is not an ISO 8601 date (e.g. 2026-06-11T14:03:00Z)") from None
     # Checked before the conversion too: 9999-12-31T23:00-05:00 is past what a datetime holds in UTC.
-    if not (1900 <= ts.year <= 2200):
-        raise RecordError(f"{what}: {value!r} is out of range")
+    if not (MIN_YEAR <= ts.year <= MAX_YEAR):
+        raise RecordError(f"{what}: {value!r} is outside the years {MIN_YEAR}-{MAX_YEAR} a memory may be dated")
     if ts.tzinfo is not None:
         ts = ts.astimezone(UTC).replace(tzinfo=None)
-    if not (1900 <= ts.year <= 2200):
-        raise RecordError(f"{what}: {value!r} is out of range")
+    if not (MIN_YEAR <= ts.year <= MAX_YEAR):
+        raise RecordError(f"{what}: {value!r} is outside the years {MIN_YEAR}-{MAX_YEAR} a memory may be dated")
     return ts
 
 

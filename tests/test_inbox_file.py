@@ -59,6 +59,7 @@ def test_written_files_become_records(name, text, expected):
     ("list.md", "---\n- a\n- b\n---\nBody.", 2, "field: value"),
     ("content.md", "---\ncontent: hidden\n---\nBody.", 2, "text after the front matter"),
     ("status.md", "---\nstatus: maybe\n---\nBody.", 2, "status"),
+    ("hex.md", "---\nentity: 0x1F\n---\nBody.", 2, 'quote it: entity: "..."'),
     ("day.md", "---\nkind: fact\ncreated_at: 2026-02-30\n---\nBody.", 3, "created_at: '2026-02-30'"),
     ("zone.md", "---\ncreated_at: 2026-06-01T10:00:00+25:00\n---\nBody.", 2, "created_at:"),
     ("tagged.md", "---\ncreated_at: !!timestamp 2026-02-30\n---\nBody.", 2, "created_at:"),
