@@ -54,6 +54,6 @@ def gap_note(gaps: Mapping[str, VectorGap]) -> str | None:
     parts = [f"{g.missing:,} of {g.readable:,} {table}" for table, g in sorted(gaps.items()) if g.missing]
     if not parts:
         return None
-    return (f"the semantic arm cannot see {', '.join(parts)}: they were stored without vectors (an ingest "
-            "stopped before embedding them, or ran while the model was missing), so only the lexical arm "
-            "finds them; the next ingest, `recallfs reindex` or mounting the store embeds them")
+    return (f"the semantic arm cannot see {', '.join(parts)}: they have no vectors (an ingest or a "
+            "`recallfs reindex` stopped before embedding them, or ran while the model was missing), so only "
+            "the lexical arm finds them; the next ingest, `recallfs reindex` or mounting the store embeds them")
