@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from importlib import metadata
@@ -59,8 +60,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+# argparse reads `--since -7d` as a flag with no value: a duration after these is joined to its flag
+_WHEN_FLAGS = frozenset({"--since", "--until", "--now"})
+_AGO = re.compile(r"^-\d+\s*[hdwmy]$", re.I)
+
+
+def joined_durations(argv: Sequence[str]) -> list[str]:
+    """`--since -7d` as `--since=-7d`, so that a duration written with a minus is a value."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in _WHEN_FLAGS and _AGO.match(arg) and "--" not in out:
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(joined_durations(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if sys.stdout is None and args.command != "mount":  # `recallfs status >&-`: say so before doing anything
         say(args.command, "standard output is closed; send it somewhere (> FILE, or > /dev/null)")

@@ -199,6 +199,11 @@ def test_never_raises_on_noise(seed):
     assert isinstance(parsed.text, str) and all(isinstance(e, str) for e in parsed.errors)
 
 
+def test_a_duration_with_a_minus_is_the_same_time_ago():
+    assert parse_query("since:-7d x", now=NOW).options == parse_query("since:7d x", now=NOW).options
+    assert parse_query("since:-7d x", now=NOW).errors == []
+
+
 def test_default_now_is_utc_and_naive():
     parsed = parse_query("since:1h")
     assert parsed.options.since is not None and parsed.options.since.tzinfo is None

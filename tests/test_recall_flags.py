@@ -94,6 +94,8 @@ def test_since_and_until_are_utc_whatever_the_local_zone(tmp_path, cli, tz):
     assert sources("release train", "--since", "6h") == sources("release train since:6h") == {"new"}
     assert sources("release train", "--until", "6h") == sources("release train until:6h") == {"old"}
     assert sources("release train", "--since", at(6)) == {"new"}
+    # `--since -6h` (6 hours ago, with a minus): argparse read it as a flag ("expected one argument")
+    assert sources("release train", "--since", "-6h") == sources("release train since:-6h") == {"new"}
 
 
 def test_flags_and_inline_options_give_the_same_hits(tmp_path, cli):
