@@ -111,7 +111,7 @@ def _print_status(info: dict[str, Any], *, as_json: bool) -> None:
         return
     print(f"store: {info['store']}{'' if info['exists'] else ' (missing)'}")
     for ws, counts in info.get("workspaces", {}).items():
-        print(f"  {ws}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
+        print(f"  {ws}: " + ", ".join(_counted(n, t) for t, n in counts.items()))
     # the mounts this user started (its runtime directory): another user's daemon may still hold the store
     print("mounts:" if info["mounts"] else f"mounts: none started by uid {os.getuid()}")
     for m in info["mounts"]:
@@ -123,3 +123,11 @@ def _print_status(info: dict[str, Any], *, as_json: bool) -> None:
                      + (f"degraded: {detail.get('degraded_reason')}" if detail.get("degraded") else "hybrid")
                      + (f" (query embedding {detail['query_embedding']})" if detail.get("query_embedding") else ""))
         print(line)
+
+
+def _counted(n: int, table: str) -> str:
+    """`1 fact`, `2 facts`, `1 summary`: the table's name in the singular for one."""
+    return f"{n:,} {table}" if n != 1 else f"1 {_SINGULAR.get(table, table)}"
+
+
+_SINGULAR = {"facts": "fact", "summaries": "summary", "turns": "turn"}

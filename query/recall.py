@@ -140,7 +140,7 @@ def _scope(store: Store, principal: Principal, schema: str, req: Request, limit:
     if behind:
         trace.notes.append(behind)
     where, params = reader_scope_clause(store, principal, schema, req.options)
-    if not req.terms and req.lexical:
+    if not req.terms and req.lexical and req.text.strip():  # no text at all is the fallback's to say
         trace.notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
     return Scope(store, cur, schema, where, params, limit, reader_corpus(store, principal, schema))
 

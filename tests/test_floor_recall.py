@@ -83,7 +83,8 @@ def test_filters_whose_text_matches_nothing_fall_back_newest_first(demo):
 
 
 def test_filters_alone_list_their_memories_and_a_filter_selecting_nothing_says_which(demo):
-    assert len(ask(demo, "tag:windows").hits) == 5
+    alone = ask(demo, "tag:windows")
+    assert len(alone.hits) == 5 and not any("no searchable words" in n for n in alone.notes), alone.notes
     none = ask(demo, "ci tag:no-such-tag")
     assert none.hits == [] and NOTHING in none.notes and "tag:no-such-tag selects no memory" in none.notes
     typo = ask(demo, "deploy kind:decisions tag:ci")  # a plural for `kind:decision` is seen at once
