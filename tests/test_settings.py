@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recallfs.query.settings import SETTINGS, resolve
+from recallfs.query.settings import SETTINGS, markdown_table, resolve
 
 from conftest import REPO
 
@@ -13,6 +13,14 @@ def test_every_setting_is_documented():
     readme = (REPO / "README.md").read_text()
     missing = [s.env for s in SETTINGS if f"`{s.env}`" not in readme]
     assert not missing, f"settings missing from the README's configuration table: {missing}"
+
+
+def test_the_readme_table_is_the_generated_one():
+    """`python -m recallfs.query.settings README.md` writes it; a hand edit there would be undone by the next
+    run (found 2026-12-07: two rows differed)."""
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("<!-- settings-table -->\n", 1)[1].split("\n<!-- /settings-table -->", 1)[0]
+    assert table == markdown_table()
 
 
 def test_environment_then_flags():
