@@ -224,6 +224,9 @@ def cmd_policy(args: argparse.Namespace) -> int:
         if policy is not None:
             set_policy(store, principal, policy)
             print(f"policy for {principal}: {policy.describe()}")
+            if store.partition(principal.org, principal.workspace) is None:  # a typo shows here, not later
+                print(f"note: {principal.workspace_path} holds no memory yet; the policy applies to what is "
+                      "written there", file=sys.stderr)
         elif action == "show":
             policy, stored = get_policy(store, principal)
             print(f"policy for {principal}: {policy.describe()}{'' if stored else ' (default)'}")

@@ -170,3 +170,12 @@ def test_a_json_file_given_as_the_store_is_refused_and_kept(tmp_path, argv):
     assert f"{src} is not a DuckDB store" in proc.stderr
     assert src.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir() if p.name not in ("run", "mnt")) == ["m.jsonl"]
+
+
+def test_a_policy_for_a_workspace_that_holds_nothing_says_so(store_env):
+    """Found 2026-12-07 by a README audit: a typo in --workspace set a policy nobody would ever meet, silently."""
+    typo = run_cli("policy", "set", "--workspace", "acme/porj", "--deny-kind", "turn", env=store_env)
+    assert typo.returncode == 0 and typo.stderr == (
+        "note: acme/porj holds no memory yet; the policy applies to what is written there\n"), typo.stderr
+    right = run_cli("policy", "set", "--workspace", "acme/proj", "--deny-kind", "turn", env=store_env)
+    assert right.returncode == 0 and right.stderr == ""
