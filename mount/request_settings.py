@@ -103,4 +103,6 @@ def _typed(name: str, value: Any) -> Any:
 
 
 def _shown(value: Any) -> str:
+    if value == "":  # `RECALLFS_MODEL=` reads as nothing at all: say what it means
+        return '"" (the default)'
     return str(value).lower() if isinstance(value, bool) else str(value)

@@ -36,6 +36,8 @@ def test_every_setting_is_classified() -> None:
     ({"max_rows": 5000}, True, {}, True, []),  # the daemon's own value: nothing was ignored
     ({"model": "/elsewhere"}, True, {}, True, ["RECALLFS_MODEL=/elsewhere ignored: the daemon answers with the "
                                                "model it has loaded"]),
+    ({"model": "/elsewhere"}, True, {}, True, ['RECALLFS_MODEL=/elsewhere ignored: the daemon answers with the '
+                                               'model it has loaded (RECALLFS_MODEL="" (the default))']),
     # scope is the socket's: a request naming another agent, workspace or store changes nothing
     ({"agent": "root", "workspace": "other/ws", "store": "/x", "no_such": 1}, True, {}, True, []),
 ])
