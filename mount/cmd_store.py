@@ -159,6 +159,9 @@ def _ingested(path: Path, summary: dict[str, Any], how: str = "") -> str:
     left = summary.get("embedded", 0) - summary["written"]  # rows an earlier ingest stopped before embedding
     if left > 0:
         tail += f"; embedded {left:,} rows an earlier ingest left without vectors"
+    if summary.get("embedding_later"):  # through a mount: the rest is embedded in parts after this returns
+        tail += (f"; the mount embeds {summary['embedding_later']:,} of them in the background, in parts (the "
+                 "lexical arm finds them meanwhile; `recallfs status` shows the progress)")
     if summary.get("dated_ahead"):
         tail += (f"; {summary['dated_ahead']:,} dated after this machine's clock (the latest "
                  f"{summary['dated_ahead_latest'].replace('T', ' ')}): the newest version of a memory or slot is "

@@ -27,6 +27,7 @@ import trio
 from recallfs.mount.control_auth import STORED, Access, ControlError, peer_of
 from recallfs.mount.control_options import options_from_payload
 from recallfs.mount.control_socket import serve_socket
+from recallfs.mount.vector_backlog import OWN_PART, VectorBacklog
 from recallfs.query.settings import Settings
 from recallfs.scope.principal import Principal
 
@@ -63,6 +64,7 @@ class ControlServer:
         self.settings = settings
         self.started = time.time()
         self.access = Access(os.geteuid(), dict(uid_map or {}), principal)
+        self.backlog: VectorBacklog | None = None  # the mount's embedding loop (mount/vector_backlog.py)
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await serve_socket(path, self.access.socket_mode, self._handle, task_status=task_status)
@@ -142,8 +144,12 @@ class ControlServer:
                                "(its file system or file is not writable)", code="EROFS")
         # `code`: the errno an inbox/ file's close answers with (README, errno table): a refusal that is the
         # store's, not the file's, must not tell its writer to fix the file.
+        # A write embeds its own rows up to OWN_PART and leaves the rest to the mount's embedding loop, which
+        # takes the writer a part at a time: other writes are not held behind a large file's embedding.
+        own_part = OWN_PART if self.backlog is not None and self.backend.kind == "file" else None
         try:
-            report = await self.ops.write_store(lambda: self.backend.ingest(store, load(), embedder=embedder))
+            report = await self.ops.write_store(
+                lambda: self.backend.ingest(store, load(), embedder=embedder, own_part=own_part))
         except DiskFullError as exc:
             raise ControlError(f"ingest refused, nothing written: {exc}", code="ENOSPC") from None
         except IngestError as exc:
@@ -152,7 +158,12 @@ class ControlServer:
             raise ControlError(str(exc), code=STORED) from None
         except StoreError as exc:  # the store takes no writes (its file deleted or replaced)
             raise ControlError(str(exc), code="EROFS") from None
-        return {"ok": True, "report": report.as_dict()}
+        later = 0
+        if self.backlog is not None and own_part is not None and embedder is not None:
+            later = max(report.written - report.embedded, 0)
+            if later or self.backlog.failure is not None:  # the model may load now where it failed before
+                self.backlog.wake()
+        return {"ok": True, "report": {**report.as_dict(), "embedding_later": later}}
 
     async def _inbox(self, req: dict[str, Any], writer: Principal) -> dict[str, Any]:
         """A file written to the mount's inbox/ (mount/inbox_fs.py hands it over at its close): parsed as

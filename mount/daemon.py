@@ -119,12 +119,13 @@ async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str,
     import trio
 
     from recallfs.mount.lake_follow import follow_lake
-    from recallfs.mount.vector_backlog import VectorBacklog, embed_backlog
+    from recallfs.mount.vector_backlog import VectorBacklog, keep_embedding
 
     ops.store.loop_thread = threading.get_ident()
     stop = trio.Event()
     backlog = VectorBacklog()
     ops.report("vectors", backlog.state)
+    control.backlog = backlog  # a large write leaves the rest of its rows to it
     async with trio.open_nursery() as nursery:
         await nursery.start(control.serve, sock_path)
         nursery.start_soon(_watch_signals, stop)
@@ -141,8 +142,8 @@ async def _run(ops: Any, control: Any, sock_path: Path, ready: Ready, what: str,
             nursery.start_soon(inbox.keep)
         ready.ok()
         log.info("serving %s", what)
-        if backend.kind != "ducklake":  # rows an ingest stopped before embedding (killed, power cut)
-            nursery.start_soon(embed_backlog, ops, control.embedder(), backlog)
+        if backend.kind != "ducklake":  # rows an ingest stopped before embedding, and a large write's rest
+            nursery.start_soon(keep_embedding, ops, control.embedder(), backlog)
         await stop.wait()
         if inbox is not None:  # unmounted first, while this loop still serves (it is under the mount)
             inbox.unwatch()

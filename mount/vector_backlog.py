@@ -1,4 +1,4 @@
-"""A mount embeds, at start, the rows an earlier ingest left without vectors.
+"""A mount embeds the rows that have no vectors: at start, and after a large write, in parts.
 
 An ingest embeds after its commit, so one killed in between (or a power cut) leaves rows the semantic
 arm cannot see (query/vector_gap.py); a DuckLake replica replays other hosts' rows without embedding
@@ -7,6 +7,10 @@ and health says so meanwhile: degraded while rows wait (recall is hybrid for the
 done, and degraded with the reason when it failed. A store that never had vectors (ingested with the
 semantic arm off) is left to `recallfs reindex`, which the semantic arm's own error names: embedding a
 whole store is not a start-up repair.
+
+A write through the mount (inbox/, or `recallfs ingest` routed to it) embeds its own rows up to
+OWN_PART and leaves the rest here (found 2026-12-07: a one-line inbox write waited 72 s behind a
+3,000-turn file's embedding). Parts go through the writer one at a time, so other writes get in between.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from recallfs.query.ingest import IngestReport
 
 log = logging.getLogger(__name__)
 BACKLOG_PART = 512  # rows embedded per turn at the writer: about 2-4 s on two cores
+OWN_PART = BACKLOG_PART  # of a write's own rows, embedded before it returns
 
 
 @dataclass(slots=True)
@@ -28,6 +33,12 @@ class VectorBacklog:
     embedded: int = 0
     finished_at: str | None = None
     failure: str | None = None
+    wanted: Any = None  # trio.Event set by `wake`, waited on by `keep_embedding`
+
+    def wake(self) -> None:
+        """Ask the mount's embedding loop for another look (trio thread): a write left rows to it."""
+        if self.wanted is not None:
+            self.wanted.set()
 
     def state(self) -> tuple[str | None, str | None]:
         """(problem, note) for the health verdict."""
@@ -35,11 +46,11 @@ class VectorBacklog:
             return (f"{self.waiting:,} rows have no vectors, so the semantic arm misses them (embedding them at "
                     f"start failed: {self.failure}); `recallfs reindex` embeds them"), None
         if self.waiting:
-            return (f"embedding {self.waiting:,} rows an earlier ingest left without vectors; until then only the "
-                    "lexical arm finds them"), None
+            return (f"embedding {self.waiting:,} rows that have no vectors yet (left by an earlier ingest, or "
+                    "the rest of a large one); until then only the lexical arm finds them"), None
         if self.embedded:
-            return None, (f"embedded {self.embedded:,} rows an earlier ingest left without vectors, at "
-                          f"{self.finished_at}")
+            return None, (f"embedded {self.embedded:,} rows that had no vectors (left by an earlier ingest, or "
+                          f"the rest of a large one), at {self.finished_at}")
         return None, None
 
 
@@ -70,6 +81,7 @@ async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, repl
         backlog.waiting = await trio.to_thread.run_sync(count_backlog, store)
         if not backlog.waiting and not replayed:
             return
+        backlog.failure = None  # a write woke this loop again: try again what failed before
         await ops.refresh_health()
 
         first, parts = backlog.waiting, [0]
@@ -97,3 +109,14 @@ async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, repl
         log.exception("could not embed the rows left without vectors; `recallfs reindex` embeds them")
         backlog.failure = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     await ops.refresh_health()
+
+
+async def keep_embedding(ops: Any, embedder: Any, backlog: VectorBacklog) -> None:
+    """The mount's embedding loop: the backlog at start, then again each time a write leaves rows."""
+    import trio
+
+    backlog.wanted = trio.Event()
+    while True:
+        await embed_backlog(ops, embedder, backlog)
+        await backlog.wanted.wait()
+        backlog.wanted = trio.Event()

@@ -39,7 +39,10 @@ class Backend(Protocol):
     def attach(self, store: Store, *, embedder: Embedder | None) -> None: ...
 
     def ingest(self, store: Store, records: list[MemoryRecord], *, embedder: Embedder | None,
-               progress: Progress | None = None) -> IngestReport: ...
+               progress: Progress | None = None, own_part: int | None = None) -> IngestReport:
+        """`own_part`: embed at most this many of the batch's own rows and leave the rest to the caller
+        (ingest_file.ingest_records); a backend that embeds a batch before committing it ignores it."""
+        ...
 
     def sync(self, store: Store, *, embedder: Embedder | None) -> IngestReport | None: ...
 
@@ -57,8 +60,8 @@ class FileBackend:
         pass
 
     def ingest(self, store: Store, records: list[MemoryRecord], *, embedder: Embedder | None,
-               progress: Progress | None = None) -> IngestReport:
-        return ingest_records(store, records, progress=progress, embedder=embedder)
+               progress: Progress | None = None, own_part: int | None = None) -> IngestReport:
+        return ingest_records(store, records, progress=progress, embedder=embedder, own_part=own_part)
 
     def sync(self, store: Store, *, embedder: Embedder | None) -> IngestReport | None:
         return None
@@ -142,9 +145,10 @@ class LakeBackend:
             log.info("serving this host's copy as it is: %s", self.problem())
 
     def ingest(self, store: Store, records: list[MemoryRecord], *, embedder: Embedder | None,
-               progress: Progress | None = None) -> IngestReport:
+               progress: Progress | None = None, own_part: int | None = None) -> IngestReport:
         """Commit the records that would change the store to the lake as one batch, then replay the lake
-        here. Unchanged records are not appended, so re-ingesting a file does not grow the lake."""
+        here. Unchanged records are not appended, so re-ingesting a file does not grow the lake. The batch
+        brings its vectors (every host reads them), so it is embedded whole: `own_part` does not apply."""
         from recallfs.query.lake import LakeUnavailable, new_batch_id
 
         batch = new_batch_id()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -52,16 +52,19 @@ def ingest_records(
     refresh: bool = True,
     embedder: Embedder | None,
     embed_progress: Progress | None = None,
+    own_part: int | None = None,
 ) -> IngestReport:
     """Write, then refresh the FTS indexes and embed new rows. `embedder`: the caller's (from its own
     settings: the daemon's, the CLI's), or None (no embedding). With a `progress` callback and no
-    `embed_progress`, embedding shows a progress bar on stderr."""
+    `embed_progress`, embedding shows a progress bar on stderr. `own_part`: embed only the batch's own
+    rows, at most this many, the newest first, and leave the rest (a mount embeds it in parts, letting
+    other writers in between: mount/vector_backlog.py)."""
     total = len(records)
     _check_model(store, embedder)
     report = write_records(store, records, progress=(lambda done: progress(done, total)) if progress else None)
     if refresh:
-        refresh_indexes(store, report, embedder=embedder,
-                        embed_progress=embed_progress, bar=progress is not None and embed_progress is None)
+        refresh_indexes(store, report, embedder=embedder, embed_progress=embed_progress,
+                        bar=progress is not None and embed_progress is None, own_part=own_part)
     return report
 
 
@@ -72,6 +75,7 @@ def refresh_indexes(
     embedder: Embedder | None,
     embed_progress: Progress | None = None,
     bar: bool = False,
+    own_part: int | None = None,
 ) -> None:
     """Rebuild the FTS index of every table due for it (query/fts_delta.needs_rebuild; the rows stay
     findable meanwhile): those the batch wrote, and any an earlier ingest left behind (killed between
@@ -91,7 +95,9 @@ def refresh_indexes(
                for s in behind if s.rows_behind > written.get(s.key, 0)]
     record_repairs(lagging)
     report.fts_repaired = [s.describe() for s in lagging]
-    report.embedded = embed_new_rows(store, report, embedder=embedder, progress=embed_progress, bar=bar)
+    own = None if own_part is None else report.written_rids
+    report.embedded = embed_new_rows(store, report, embedder=embedder, progress=embed_progress, bar=bar,
+                                     limit=own_part, among=own)
 
 
 def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str]]) -> None:
@@ -126,10 +132,10 @@ def _not_embedded(store: Store, report: IngestReport, detail: str) -> str:
 
 def embed_new_rows(
     store: Store, report: IngestReport, *, embedder: Embedder | None, progress: Progress | None = None,
-    bar: bool = False, limit: int | None = None,
+    bar: bool = False, limit: int | None = None, among: Mapping[str, Sequence[int]] | None = None,
 ) -> int:
     """Embed what the batch's workspaces lack (new rows, or rows written while the model was missing);
-    with `limit`, about that many rows at most (vector_write.embed_missing).
+    with `limit`, about that many rows at most; with `among`, only those rows (vector_write.embed_missing).
 
     A model that cannot load does not fail the ingest: the rows are in, the lexical arm finds them,
     and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
@@ -161,7 +167,8 @@ def embed_new_rows(
                                                              f"need about {diskspace.size(need)}"))
     try:
         with embed_bar(bar) as bar_progress:
-            done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress, limit=limit)
+            done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress, limit=limit,
+                                 among=among)
     except (duckdb.Error, OSError) as exc:
         if not diskspace.is_disk_full(exc):
             raise

@@ -4,7 +4,7 @@ reindex`), in batches that each commit, and the windows of long rows (query/chun
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -61,13 +61,16 @@ def missing_in(cur: Cursor, schemas: Iterable[str], model: str) -> int:
     return sum(missing_count(cur, schema, table, model) for schema in schemas for table in MEMORY_TABLES)
 
 
-def _missing_rows(cur: Cursor, schema: str, table: str, model: str,
-                  limit: int | None = None) -> tuple[np.ndarray, list[str]]:
+def _missing_rows(cur: Cursor, schema: str, table: str, model: str, limit: int | None = None,
+                  among: Sequence[int] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Rows without a vector, the newest first (a limited caller embeds the rows just written before an
+    older backlog); `among`: only these rids."""
+    only = "AND m.rid IN (SELECT unnest(?::BIGINT[]))" if among is not None else ""
     rows = cur.execute(
         f"""SELECT m.rid, m.search_text FROM {schema}.{table} m
-            WHERE NOT EXISTS (SELECT 1 FROM {schema}.{VECTORS} v WHERE v.rid = m.rid AND v.model = ?)
-            ORDER BY m.rid LIMIT ?""",
-        [model, limit if limit is not None else 2**62],
+            WHERE NOT EXISTS (SELECT 1 FROM {schema}.{VECTORS} v WHERE v.rid = m.rid AND v.model = ?) {only}
+            ORDER BY m.rid DESC LIMIT ?""",
+        [model, *([list(among)] if among is not None else []), limit if limit is not None else 2**62],
     ).fetchall()
     return np.array([int(r[0]) for r in rows], dtype=np.int64), [str(r[1]) for r in rows]
 
@@ -87,9 +90,11 @@ def embed_missing(
     schemas: Iterable[str] | None = None,
     progress: Progress | None = None,
     limit: int | None = None,
+    among: Mapping[str, Sequence[int]] | None = None,
 ) -> EmbedReport:
     """Embed every row that has no vector from the embedder's model, in batches (one transaction each);
-    with `limit`, stop after the batch that reaches it (a caller that must let other writers in between).
+    with `limit`, stop after the batch that reaches it (a caller that must let other writers in between);
+    with `among` ("schema.table" -> rids), only those rows (a mount's ingest embeds its own batch).
 
     Rows that already have one are never re-embedded, so re-ingesting costs nothing here.
     Raises ModelMismatchError when the store's vectors come from another model.
@@ -124,7 +129,8 @@ def embed_missing(
     done = 0
     step = min(WRITE_BATCH, limit) if limit is not None else WRITE_BATCH
     for schema, table, _ in todo:
-        rids, texts = _missing_rows(cur, schema, table, model, None if limit is None else limit - done)
+        rids, texts = _missing_rows(cur, schema, table, model, None if limit is None else limit - done,
+                                    None if among is None else among.get(f"{schema}.{table}", ()))
         for start in range(0, len(rids), step):
             part_rids, part_texts = rids[start:start + step], texts[start:start + step]
             _embed_windows(store, embedder, schema, table, part_rids, part_texts,

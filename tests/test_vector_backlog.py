@@ -74,3 +74,52 @@ def test_an_ingest_says_when_it_embedded_rows_an_earlier_one_left_without_vector
     assert f"0 written (0 new versions), {len(records())} unchanged" in again
     assert f"embedded {len(records())} rows an earlier ingest left without vectors" in again, again
     assert "left without vectors" not in run_cli("ingest", str(data), env=env, check=True, timeout=300).stdout
+
+
+BIG = 3000  # turns in one inbox file: about 10 s of embedding on two cores, most of it after the write returns
+
+
+def test_a_large_write_through_the_mount_leaves_its_embedding_to_the_mount_and_holds_no_writer(
+        tmp_path: Path) -> None:
+    """Found 2026-12-07: a one-line inbox write waited 72 s behind a 3,000-turn file's embedding. A write
+    now embeds its own rows up to a part and leaves the rest to the mount's embedding loop, which takes the
+    writer a part at a time; health says what waits, and the last turn of the file is found by meaning."""
+    import threading
+
+    from conftest import turn
+
+    env = base_env(tmp_path, RECALLFS_SEMANTIC="true")
+    run_cli("ingest", str(write_jsonl(tmp_path / "first.jsonl", records())), env=env, check=True, timeout=300)
+    mount = start_mount(tmp_path, env)
+    try:
+        assert wait_until(lambda: "recall hybrid" in mount.cli("status").stdout, timeout=120)
+        lines = [json.dumps(turn("s-big", i, "maya", f"Routine log line {i} about the nightly batch job."))
+                 for i in range(BIG - 1)]
+        lines.append(json.dumps(turn("s-big", BIG - 1, "maya", LATE)))  # the newest row: a part of its own
+        big_done: list[str] = []
+
+        def big() -> None:
+            (mount.path / "inbox" / "big.jsonl").write_text("\n".join(lines) + "\n")
+            big_done.append("closed")
+
+        writer = threading.Thread(target=big)
+        writer.start()
+        try:
+            assert wait_until(lambda: "s-big" in os.listdir(mount.path / "sessions"), timeout=300)
+            (mount.path / "inbox" / "one.md").write_text("The espresso machine on floor 3 is fixed.\n")
+            # the one-line write returned while the big file's rows still wait for their vectors (before, it
+            # waited for all of them, and nothing was left waiting once it returned)
+            def waiting() -> bool:
+                problems = mount.mount_info()["detail"]["health"]["problems"]
+                return any("rows that have no vectors yet" in p for p in problems)
+            assert not big_done or waiting()
+            assert wait_until(waiting, timeout=10), mount.mount_info()["detail"]["health"]
+        finally:
+            writer.join(timeout=300)
+        assert big_done == ["closed"]
+        assert wait_until(lambda: mount.mount_info()["detail"]["health"]["state"] == "ok", timeout=300), \
+            mount.mount_info()["detail"]["health"]
+        found = _recall(env, "where is the staff getaway held", "--arm", "semantic")  # only by its vector
+        assert any(LATE in h["content"] for h in found["hits"][:3]), json.dumps(found)[:3000]
+    finally:
+        stop_mount(mount)
