@@ -43,7 +43,8 @@ AFTER_REFUSAL = {
     errno.EINVAL: "Fix the file and write it again.",
     errno.ENOSPC: "Write it again once the disk holding the store has room.",
     errno.EROFS: "Write it again once the store takes writes (`recallfs status` says why it does not).",
-    errno.ENOTCONN: "Write it again once the store is mounted again.",
+    errno.ENOTCONN: "Write it again once the daemon serving the store answers again (mounted again, or "
+                    "resumed if it was stopped).",
     errno.EFBIG: "Write it as several smaller files, or raise RECALLFS_INBOX_MAX_BYTES.",
     KILLED: "Write the whole file again.",
 }
