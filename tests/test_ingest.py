@@ -73,6 +73,9 @@ BAD_LINES = [
     (json.dumps({"type": "fact", "source_id": "f9", "content": "ab\x00c", "created_at": "2026-01-01"}),
      "content: a NUL character at character 2 is not text"),  # a file `truncate -s 100` made in inbox/ was 100 NULs
     ("[" * 100_000 + "]" * 100_000, "malformed JSON: nested too deeply"),
+    # Found 2026-12-07: JSON keeps the last of a repeated key, so one of two texts was dropped silently
+    ('{"type": "fact", "source_id": "f9", "content": "dup keys", "content": "second", "created_at": "2026-01-01"}',
+     "malformed JSON: the key 'content' is given twice in one object"),
     ('{"a":' * 50_000 + "1" + "}" * 50_000, "malformed JSON: nested too deeply"),
     (json.dumps({"type": "fact", "source_id": "f9", "content": "x" * (MAX_RECORD_BYTES + 1),
                  "created_at": "2026-01-01"}), f"over the limit of {MAX_RECORD_BYTES:,} bytes"),

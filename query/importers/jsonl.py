@@ -20,6 +20,21 @@ class JsonLineError(ValueError):
         self.detail = detail
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose key repeats is refused: JSON keeps the last one silently, and which one the writer
+    meant (`"content"` twice) is not ours to guess."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"the key {key!r} is given twice in one object")
+        out[key] = value
+    return out
+
+
 def json_lines(text: str) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value) of every record line; blank lines and `//` comments are skipped.
     Raises JsonLineError at the first line that does not decode. A leading byte order mark (some
@@ -29,9 +44,11 @@ def json_lines(text: str) -> Iterator[tuple[int, Any]]:
         if not stripped or stripped.startswith("//"):
             continue
         try:
-            obj = json.loads(stripped)
+            obj = json.loads(stripped, object_pairs_hook=_no_duplicates)
         except json.JSONDecodeError as exc:
             raise JsonLineError(lineno, f"{exc.msg} (column {exc.colno})") from None
+        except _DuplicateKey as exc:
+            raise JsonLineError(lineno, str(exc)) from None
         except RecursionError:  # the decoder recurses once per level: "[[[[..." 100k deep
             raise JsonLineError(lineno, "nested too deeply (a record is one object of strings, numbers and "
                                 "lists of strings)") from None
