@@ -159,9 +159,12 @@ class ControlServer:
         except StoreError as exc:  # the store takes no writes (its file deleted or replaced)
             raise ControlError(str(exc), code="EROFS") from None
         later = 0
-        if self.backlog is not None and own_part is not None and embedder is not None:
-            later = max(report.written - report.embedded, 0)
-            if later or self.backlog.failure is not None:  # the model may load now where it failed before
+        # Only when the write's own part was embedded (the model works): a model that is missing, failed or
+        # hung embeds nothing, and the loop would only wait on it again, holding the writer.
+        if self.backlog is not None and own_part is not None and embedder is not None \
+                and report.embedded >= min(report.written, own_part):
+            later = report.written - report.embedded
+            if later > 0 or self.backlog.failure is not None:  # or what failed at start may go now
                 self.backlog.wake()
         return {"ok": True, "report": {**report.as_dict(), "embedding_later": later}}
 

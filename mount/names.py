@@ -129,7 +129,8 @@ def encode_value(value: str, suffix: str = "") -> str:
 
 def decode_value(name: str, suffix: str = "") -> str | None:
     """The value `encode_value` turned into `name` (in NFC, as groupings key it), or None when the name was
-    shortened (ask the listing)."""
+    shortened or holds a control picture (ask the listing: `a␊b` names a tag "a\\nb" or one that holds
+    U+240A as written)."""
     name = label(name)
     if suffix:
         if not name.endswith(suffix):
@@ -137,11 +138,13 @@ def decode_value(name: str, suffix: str = "") -> str | None:
         name = name[: -len(suffix)]
     if re.search(r"~[0-9a-f]{10}$", name) and len(name.encode()) >= NAME_MAX - len(suffix) - 11:
         return None
+    if any(ord(ch) in _CONTROLS for ch in name):  # a control's picture, or that character as written: ask the listing
+        return None
     if name == "_":
         name = ""
     if name.startswith(DOT_STANDIN):
         name = "." + name[1:]
-    return name.replace(SLASH_STANDIN, "/").translate(_CONTROLS)
+    return name.replace(SLASH_STANDIN, "/")
 
 
 def decode_query(name: str) -> str:

@@ -42,15 +42,17 @@ class VectorBacklog:
 
     def state(self) -> tuple[str | None, str | None]:
         """(problem, note) for the health verdict."""
+        # No counts here: the daemon's health is every view's (`index.md`, status), and how many rows a
+        # --map-uid mount embeds would tell one agent the size of another's private write. The log has them.
         if self.failure is not None:
-            return (f"{self.waiting:,} rows have no vectors, so the semantic arm misses them (embedding them at "
-                    f"start failed: {self.failure}); `recallfs reindex` embeds them"), None
+            return ("some rows have no vectors, so the semantic arm misses them (embedding them failed: "
+                    f"{self.failure}); `recallfs reindex` embeds them"), None
         if self.waiting:
-            return (f"embedding {self.waiting:,} rows that have no vectors yet (left by an earlier ingest, or "
-                    "the rest of a large one); until then only the lexical arm finds them"), None
+            return ("embedding rows that have no vectors yet (left by an earlier ingest, or the rest of a large "
+                    "one); until then only the lexical arm finds them"), None
         if self.embedded:
-            return None, (f"embedded {self.embedded:,} rows that had no vectors (left by an earlier ingest, or "
-                          f"the rest of a large one), at {self.finished_at}")
+            return None, (f"embedded the rows that had no vectors (left by an earlier ingest, or the rest of a "
+                          f"large one), at {self.finished_at}")
         return None, None
 
 
@@ -104,7 +106,7 @@ async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, repl
         if backlog.waiting:
             backlog.failure = getattr(embedder, "problem", None) or "the embedding model did not load in time"
         if backlog.embedded:
-            log.info("embedded %d rows an earlier ingest left without vectors", backlog.embedded)
+            log.info("embedded %d rows that had no vectors", backlog.embedded)
     except Exception as exc:
         log.exception("could not embed the rows left without vectors; `recallfs reindex` embeds them")
         backlog.failure = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

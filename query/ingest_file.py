@@ -161,6 +161,10 @@ def embed_new_rows(
     # Counted again only if the loaded model is not the one its files named (replaced meanwhile).
     missing = counted if counted is not None and model == embedder.model_id else _missing(cur, schemas,
                                                                                         embedder.model_id)
+    if among is not None:  # only these rows, at most `limit` of them: the disk needs room for those alone
+        missing = min(missing, sum(len(rids) for rids in among.values()))
+    if limit is not None:
+        missing = min(missing, limit)
     need, free = diskspace.vector_need(missing), diskspace.free_bytes(store.path.parent)
     if missing and free < need:
         raise IndexRefreshError(_not_embedded(store, report, f"{diskspace.size(free)} free, {missing} vectors "

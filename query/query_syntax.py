@@ -213,12 +213,14 @@ def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
         else:
             words.append(token)
     options.sort(key=lambda named: named[0] != "now")  # stable: the rest keep their order
-    errors.extend(_repeated(options))
+    counted: dict[str, str] = {}  # option -> the value that was applied last
     for name, value in options:
         try:
             apply_option(opts, name, value, opts.now or now or utc_now())
+            counted[name] = value
         except ValueError as exc:
             errors.append(f"ignored {name}:{shown(value.strip())} ({exc})")
+    errors.extend(_repeated(options, counted))
     if opts.since and opts.until and opts.since > opts.until:
         errors.append("since: is after until: so nothing could match; both were ignored")
         opts.since = opts.until = None
@@ -228,17 +230,16 @@ def parse_query(raw: str, now: datetime | None = None) -> ParsedQuery:
 _LISTS = ("kind", "tag")  # options that add up; every other one holds one value
 
 
-def _repeated(options: list[tuple[str, str]]) -> list[str]:
-    """A note for each one-value option given more than once: the last counts (as a repeated CLI flag
-    does), and the user learns that the others were not used."""
-    last: dict[str, str] = {}
-    seen_twice: list[str] = []
-    for name, value in options:
-        if name in last and name not in _LISTS and name not in seen_twice:
-            seen_twice.append(name)
-        last[name] = value
-    return [f"{name}: given more than once; the last, {name}:{shown(last[name].strip())}, counts"
-            for name in seen_twice]
+def _repeated(options: list[tuple[str, str]], counted: dict[str, str]) -> list[str]:
+    """A note for each one-value option given more than once: the last valid one counts (as a repeated
+    CLI flag does), and the user learns that the others were not used."""
+    seen: set[str] = set()
+    twice: list[str] = []
+    for name, _value in options:
+        if name in seen and name not in _LISTS and name not in twice and name in counted:
+            twice.append(name)
+        seen.add(name)
+    return [f"{name}: given more than once; {name}:{shown(counted[name].strip())} counts" for name in twice]
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

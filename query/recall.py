@@ -140,8 +140,12 @@ def _scope(store: Store, principal: Principal, schema: str, req: Request, limit:
     if behind:
         trace.notes.append(behind)
     where, params = reader_scope_clause(store, principal, schema, req.options)
-    if not req.terms and req.lexical and req.text.strip():  # no text at all is the fallback's to say
-        trace.notes.append("the query has no searchable words for the lexical arm (only stop words or punctuation)")
+    if not req.terms and req.lexical:
+        if req.text.strip():
+            trace.notes.append("the query has no searchable words for the lexical arm (only stop words or "
+                               "punctuation)")
+        elif not filters_of(req.options):  # with filters, the fallback's note says what they select
+            trace.notes.append("the query has no search text")
     return Scope(store, cur, schema, where, params, limit, reader_corpus(store, principal, schema))
 
 

@@ -56,4 +56,5 @@ def gap_note(gaps: Mapping[str, VectorGap]) -> str | None:
         return None
     return (f"the semantic arm cannot see {', '.join(parts)}: they have no vectors (an ingest or a "
             "`recallfs reindex` stopped before embedding them, or ran while the model was missing), so only "
-            "the lexical arm finds them; the next ingest, `recallfs reindex` or mounting the store embeds them")
+            "the lexical arm finds them; a mount embeds them in parts (at start, and after a write that leaves "
+            "rows), and on an unmounted store the next ingest or `recallfs reindex` does")

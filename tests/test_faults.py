@@ -178,8 +178,10 @@ def test_a_model_that_hangs_while_loading(tmp_path: Path, hung_model: Path) -> N
         assert "has been loading" in (mount.path / "index.md").read_text()
         # an ingest does not wait for the model for ever: rows go in without vectors
         data = write_jsonl(tmp_path / "more.jsonl", [fact("hang-1", "the okapi runbook lives in the wiki")])
-        mount.cli("ingest", str(data), timeout=120)
+        said = mount.cli("ingest", str(data), timeout=120).stdout
         assert _facts_with(mount, "okapi") == 1
+        # and it does not say the mount will embed them (found 2026-12-07 by review: it did, in vain)
+        assert "in the background" not in said, said
         assert "okapi" in mount.cli("recall", "okapi runbook").stdout
         assert mount.mount_info()["detail"]["unexpected_errors"] == 0
     finally:

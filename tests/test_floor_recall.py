@@ -87,6 +87,7 @@ def test_filters_alone_list_their_memories_and_a_filter_selecting_nothing_says_w
     assert len(alone.hits) == 5 and not any("no searchable words" in n for n in alone.notes), alone.notes
     none = ask(demo, "ci tag:no-such-tag")
     assert none.hits == [] and NOTHING in none.notes and "tag:no-such-tag selects no memory" in none.notes
+    assert "the query has no search text" in ask(demo, "k:5").notes  # nothing to search, nothing to filter
     typo = ask(demo, "deploy kind:decisions tag:ci")  # a plural for `kind:decision` is seen at once
     assert typo.hits == [] and "kind:decisions tag:ci select no memory" in typo.notes
 

@@ -162,14 +162,18 @@ def test_control_characters_in_values_are_names_that_list_and_open_as_one_line(t
     build_store(tmp_path, [
         fact("ctl-1", "A fact with control characters", id="f-ctl", tags=["nl\nx", "red\x1b[31mX"],
              kind="k\x07bell", entity="line1\nline2"),
+        fact("pic-1", "A fact whose tag holds a control picture as written", id="f-pic", tags=["pic\u240a"]),
         turn("sess\tone", 0, "maya", "a turn in a tabbed session")], env)
     mount = start_mount(tmp_path, env)
     try:
         m = mount.path
+        # cold (its directory not listed first): the name is looked up, and only the listing knows its value
+        assert os.listdir(m / "facts" / "by-tag" / "pic\u240a") == [
+            "a-fact-whose-tag-holds-a-control-picture-as--f-pic.md"]
         listed = sh("find", str(m), "-path", f"{m}/recall", "-prune", "-o", "-print").stdout
         assert not any(ch in listed.replace("\n", "") for ch in "\x1b\x07\t"), repr(listed)
-        assert sorted(os.listdir(m / "facts" / "by-tag")) == ["nl\u240ax", "red\u241b[31mX"]
-        assert os.listdir(m / "facts" / "by-kind") == ["k\u2407bell"]
+        assert sorted(os.listdir(m / "facts" / "by-tag")) == ["nl\u240ax", "pic\u240a", "red\u241b[31mX"]
+        assert sorted(os.listdir(m / "facts" / "by-kind")) == ["fact", "k\u2407bell"]
         assert sh("cat", str(m / "entities" / "line1\u240aline2.md")).stdout.count("control characters") == 1
         assert "a turn in a tabbed session" in (m / "sessions" / "sess\u2409one" / "transcript.md").read_text()
         assert os.listdir(m / "facts" / "by-tag" / "nl\u240ax") == ["a-fact-with-control-characters--f-ctl.md"]

@@ -53,7 +53,8 @@ def test_rows_left_without_vectors_are_named_by_recall_and_embedded_by_a_mount(t
         def health() -> dict:
             return mount.mount_info()["detail"]["health"]
 
-        assert wait_until(lambda: any("embedded 3 rows" in n for n in health()["notes"]), timeout=120), health()
+        assert wait_until(lambda: any("embedded the rows that had no vectors" in n for n in health()["notes"]),
+                          timeout=120), health()
         assert health()["state"] == "ok", health()
         names = os.listdir(mount.path / "recall" / QUESTION)
         assert any("getaway" in name for name in names), names
