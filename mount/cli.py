@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # argparse reads `--since -7d` as a flag with no value: a duration after these is joined to its flag
-_WHEN_FLAGS = frozenset({"--since", "--until", "--now"})
+_WHEN_FLAGS = frozenset({"--since", "--until", "--now", "--recent"})  # --recent: to say why -7d is no half-life
 _AGO = re.compile(r"^-\d+\s*[hdwmy]$", re.I)
 
 

@@ -104,13 +104,19 @@ def fits(name: str) -> bool:
 # read` and `find | xargs`, or drives the terminal that lists it: it is shown as its picture (U+2400..).
 _CONTROL_PICTURES = {**{c: 0x2400 + c for c in range(1, 0x20)}, 0x7F: 0x2421}
 _CONTROLS = {picture: c for c, picture in _CONTROL_PICTURES.items()}
+# The C1 controls (U+0080..U+009F: CSI drives xterm, NEL ends a line for Python's splitlines) have no
+# pictures: each shows as U+FFFD, and the name ends in the value's short hash so distinct values stay
+# distinct names.
+_C1_CONTROLS = {c: 0xFFFD for c in range(0x80, 0xA0)}
+_C1 = re.compile("[\x80-\x9f]")
 
 
 def encode_value(value: str, suffix: str = "") -> str:
     """A stored value (tag, kind, session, entity) as a file name (plus `suffix`, e.g. '.md').
 
     '/' shows as U+2215; NUL is dropped; a control character shows as its picture (a newline as U+240A,
-    ESC as U+241B, DEL as U+2421); a leading '.' shows as U+2024 (so '.' and '..' are names too);
+    ESC as U+241B, DEL as U+2421) and a C1 control as U+FFFD, the name then ending in '~' and a short hash
+    of the value; a leading '.' shows as U+2024 (so '.' and '..' are names too);
     "" is '_'; a name over 255 bytes is cut and ends in '~' and a short hash of the whole value, so
     distinct values keep distinct names. The value is named in its one label form, NFC (query/labels.py)."""
     value = label(value)
@@ -119,9 +125,13 @@ def encode_value(value: str, suffix: str = "") -> str:
         name = DOT_STANDIN + name[1:]
     if name == "":
         name = "_"
-    if fits(name + suffix):
-        return name + suffix
     digest = "~" + hashlib.sha1(value.encode()).hexdigest()[:10]
+    if _C1.search(name):
+        name = name.translate(_C1_CONTROLS)
+        if fits(name + digest + suffix):
+            return name + digest + suffix
+    elif fits(name + suffix):
+        return name + suffix
     room = NAME_MAX - len((digest + suffix).encode())
     cut = name.encode()[:room].decode("utf-8", "ignore")
     return cut + digest + suffix
@@ -138,7 +148,7 @@ def decode_value(name: str, suffix: str = "") -> str | None:
         name = name[: -len(suffix)]
     if re.search(r"~[0-9a-f]{10}$", name) and len(name.encode()) >= NAME_MAX - len(suffix) - 11:
         return None
-    if any(ord(ch) in _CONTROLS for ch in name):  # a control's picture, or that character as written: ask the listing
+    if any(ord(ch) in _CONTROLS or ch == "\ufffd" for ch in name):  # a control's picture (or that as written): ask the listing
         return None
     if name == "_":
         name = ""

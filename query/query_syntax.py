@@ -163,6 +163,8 @@ def _recent(value: str) -> float:
         return DEFAULT_HALF_LIFE_DAYS
     if low in ("off", "false", "no"):
         return 0.0
+    if low.lstrip().startswith("-"):  # `since:-7d` means 7 days ago; a half-life has no "ago"
+        raise ValueError(f"{shown(value)!r}: a half-life is a positive duration, e.g. recent:7d")
     return parse_duration_days(value)
 
 

@@ -28,6 +28,8 @@ from mount_helpers import (
     wait_until,
 )
 
+from recallfs.mount.names import encode_value
+
 from conftest import RECALLFS, fact, turn, write_jsonl
 
 yaml = pytest.importorskip("yaml")
@@ -160,7 +162,7 @@ def test_control_characters_in_values_are_names_that_list_and_open_as_one_line(t
     holding ESC drove the terminal that listed it; each is shown as its control picture."""
     env = base_env(tmp_path)
     build_store(tmp_path, [
-        fact("ctl-1", "A fact with control characters", id="f-ctl", tags=["nl\nx", "red\x1b[31mX"],
+        fact("ctl-1", "A fact with control characters", id="f-ctl", tags=["nl\nx", "red\x1b[31mX", "csi\x9b2J"],
              kind="k\x07bell", entity="line1\nline2"),
         fact("pic-1", "A fact whose tag holds a control picture as written", id="f-pic", tags=["pic\u240a"]),
         turn("sess\tone", 0, "maya", "a turn in a tabbed session")], env)
@@ -171,8 +173,11 @@ def test_control_characters_in_values_are_names_that_list_and_open_as_one_line(t
         assert os.listdir(m / "facts" / "by-tag" / "pic\u240a") == [
             "a-fact-whose-tag-holds-a-control-picture-as--f-pic.md"]
         listed = sh("find", str(m), "-path", f"{m}/recall", "-prune", "-o", "-print").stdout
-        assert not any(ch in listed.replace("\n", "") for ch in "\x1b\x07\t"), repr(listed)
-        assert sorted(os.listdir(m / "facts" / "by-tag")) == ["nl\u240ax", "pic\u240a", "red\u241b[31mX"]
+        assert not any(ch in listed.replace("\n", "") for ch in "\x1b\x07\t\x9b"), repr(listed)
+        c1 = encode_value("csi\x9b2J")
+        assert c1.startswith("csi\ufffd2J~")  # C1 controls (U+009B is CSI to xterm) have no picture
+        assert sorted(os.listdir(m / "facts" / "by-tag")) == sorted([c1, "nl\u240ax", "pic\u240a", "red\u241b[31mX"])
+        assert os.listdir(m / "facts" / "by-tag" / c1) == ["a-fact-with-control-characters--f-ctl.md"]
         assert sorted(os.listdir(m / "facts" / "by-kind")) == ["fact", "k\u2407bell"]
         assert sh("cat", str(m / "entities" / "line1\u240aline2.md")).stdout.count("control characters") == 1
         assert "a turn in a tabbed session" in (m / "sessions" / "sess\u2409one" / "transcript.md").read_text()

@@ -200,6 +200,9 @@ def test_slug_reads_only_the_words_it_needs_and_names_as_before(text: str, max_c
     ("Caroline", ".md", "Caroline.md"),
     ("nul\0byte", "", "nulbyte"),
     ("nl\nx", "", "nl\u240ax"), ("red\x1b[31mX", ".md", "red\u241b[31mX.md"), ("del\x7f", "", "del\u2421"),
+    # C1 controls have no pictures: U+FFFD, and the value's hash keeps distinct values apart
+    ("csi\x9b31mX", "", "csi\ufffd31mX~60ac60727e"), ("nel\x85x", ".md", "nel\ufffdx~65fddf1643.md"),
+    ("nel\x86x", "", "nel\ufffdx~d230f4e2f8"),
 ])
 def test_encode_value(value: str, suffix: str, name: str) -> None:
     assert encode_value(value, suffix) == name
@@ -221,7 +224,7 @@ def test_every_value_names_a_path_that_resolves(value: str) -> None:
     assert resolve(("entities", encode_value(value, ".md"))) is not None
 
 
-@pytest.mark.parametrize("value", ["tab\there", "nl\nx", "bell\x07", "a\u240ab"])
+@pytest.mark.parametrize("value", ["tab\there", "nl\nx", "bell\x07", "a\u240ab", "nel\x85x", "a\ufffdb"])
 def test_a_name_with_a_control_picture_is_found_through_the_listing(value: str) -> None:
     """`a␊b` is the name of a tag "a\\nb" and of one holding U+240A as written: only the listing knows."""
     assert decode_value(encode_value(value)) is None

@@ -97,6 +97,7 @@ def test_good_queries(raw, text, expected):
     ("until:", "", "until: needs a value"),
     ("recent:soon", "", "'soon' is not a duration like 12h, 7d, 2w, 6m or 1y"),
     ("recent:0d", "", "a duration must be positive"),
+    ("recent:-7d", "", "'-7d': a half-life is a positive duration, e.g. recent:7d"),
     ("kind:", "", "kind: needs a value, e.g. kind:decision"),
     ("kind:,", "", "kind: needs a value"),
     ("tag:,,", "", "tag: needs a value"),

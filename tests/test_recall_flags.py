@@ -122,6 +122,7 @@ def test_flags_and_inline_options_give_the_same_hits(tmp_path, cli):
     (("-k", "lots"), "-k lots: 'lots' is not a whole number"),
     (("--since", "yesterday"), "--since yesterday: 'yesterday' is not a date"),
     (("--recent", "sometimes"), "--recent sometimes:"),
+    (("--recent", "-7d"), "--recent -7d: '-7d': a half-life is a positive duration"),  # read as a value, then refused
 ])
 def test_malformed_flag_through_the_console_script(tmp_path, cli, argv, message):
     cli("ingest", str(write_jsonl(tmp_path / "m.jsonl", [fact("a", "anything at all")])), check=True)
