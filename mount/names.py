@@ -148,7 +148,7 @@ def decode_value(name: str, suffix: str = "") -> str | None:
         name = name[: -len(suffix)]
     if re.search(r"~[0-9a-f]{10}$", name) and len(name.encode()) >= NAME_MAX - len(suffix) - 11:
         return None
-    if any(ord(ch) in _CONTROLS or ch == "\ufffd" for ch in name):  # a control's picture (or that as written): ask the listing
+    if any(ord(ch) in _CONTROLS or ch == "\ufffd" for ch in name):  # a picture, or one as written: ask the listing
         return None
     if name == "_":
         name = ""
