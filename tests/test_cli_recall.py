@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.dom.minidom
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -98,3 +99,41 @@ def test_known_locomo_answer(locomo_store):
                              "When did Caroline go to the LGBTQ support group?", "--format", "json",
                              env=env, check=True).stdout)
     assert "D1:3" in [h["source_id"] for h in out["hits"][:5]]
+
+
+# Characters XML 1.0 cannot carry, in content, a tag, a speaker and a session: one such memory once made
+# every context block that returned it unreadable.
+CONTROL_RECORDS = [
+    fact("ctl-1", "deploy bell \x07 reset \x1b[0m nonchar \ufffe", tags=["t\x07ag", "deploy"], entity="ctl"),
+    turn("s\x1b", 0, "ma\x1bya", "deploy \x07 ding"),
+]
+
+
+@pytest.fixture
+def controls(tmp_path, cli):
+    cli("ingest", str(write_jsonl(tmp_path / "c.jsonl", CONTROL_RECORDS)), check=True)
+    return cli
+
+
+def test_context_block_with_control_characters_is_well_formed(controls):
+    for query in ("deploy \x1b", "ctl", "deploy tag:t\x07ag"):
+        text = controls("recall", query, "--format", "context", "--arm", "lexical", check=True).stdout
+        xml.dom.minidom.parseString(text)
+        root = ET.fromstring(text)
+        assert root.get("query") == query.replace("\x1b", "\u241b").replace("\x07", "\u2407")
+    hits = {h.get("source"): h for h in root.findall("hit")}
+    assert hits["ctl-1"].text == "deploy bell \u2407 reset \u241b[0m nonchar \ufffd"
+
+
+def test_turn_attributes_with_control_characters_are_well_formed(controls):
+    text = controls("recall", "ding", "--format", "context", "--arm", "lexical", check=True).stdout
+    (hit,) = ET.fromstring(text).findall("hit")
+    assert (hit.get("speaker"), hit.get("session"), hit.text) == ("ma\u241bya", "s\u241b", "deploy \u2407 ding")
+
+
+def test_text_format_prints_no_raw_control_character(controls):
+    for query in ("deploy", "ctl"):
+        out = controls("recall", query, "--arm", "lexical", check=True).stdout
+        assert not set(out) & {"\x07", "\x1b"}, out
+        assert "reset \\x1b[0m" in out and "bell \\x07" in out
+    assert "ma\\x1bya: deploy \\x07 ding" in controls("recall", "ding", "--arm", "lexical", check=True).stdout
