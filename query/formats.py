@@ -11,6 +11,7 @@ import textwrap
 from xml.sax.saxutils import escape, quoteattr
 
 from recallfs.query.fallback import FALLBACK_NOTE
+from recallfs.query.query_syntax import parse_query
 from recallfs.query.results import RecallResult
 from recallfs.query.visible import escaped_controls, xml_chars
 
@@ -74,6 +75,15 @@ def _attr(value: str) -> str:
     return quoteattr(xml_chars(value))
 
 
+def next_page_command(query: str, offset: int, k: int) -> str:
+    """The shell command for the page at `offset`. The query comes last, after `--`: a query starting
+    with '-' (recall/-deploy/) is then not read as an option. An inline offset: wins over --offset, so a
+    query holding one gets the new one inline too (the last one counts)."""
+    if parse_query(query).options.offset is not None:
+        query = f"{query} offset:{offset}"
+    return f"recallfs recall --offset {offset} -k {k} --format context -- {shlex.quote(query)}"
+
+
 def render_context(result: RecallResult) -> str:
     """A compact block to paste into a model's context; every hit cites its id and source."""
     attrs = (
@@ -108,7 +118,7 @@ def render_context(result: RecallResult) -> str:
         )
     nxt = result.offset + len(result.hits)
     if result.has_more:
-        cli = f"recallfs recall {shlex.quote(result.query)} --offset {nxt} -k {result.k} --format context"
+        cli = next_page_command(result.query, nxt, result.k)
         out.append(
             f"<pagination offset=\"{result.offset}\" next_offset=\"{nxt}\" has_more=\"true\">"
             f"{_text(f'more hits: add offset:{nxt} to the query, or run: {cli}')}</pagination>"

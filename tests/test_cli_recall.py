@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import xml.dom.minidom
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import fact, run_cli, turn, write_jsonl
+from conftest import RECALLFS, fact, run_cli, turn, write_jsonl
 
 RECORDS = [fact(f"f{i}", f"deploy note {i}: the docs deploy uses rsync to the static host", tags=["deploy"])
            for i in range(15)] + [turn("s1", 0, "maya", "how do we deploy the docs?")]
@@ -137,3 +139,32 @@ def test_text_format_prints_no_raw_control_character(controls):
         assert not set(out) & {"\x07", "\x1b"}, out
         assert "reset \\x1b[0m" in out and "bell \\x07" in out
     assert "ma\\x1bya: deploy \\x07 ding" in controls("recall", "ding", "--arm", "lexical", check=True).stdout
+
+
+def suggested_command(block: str) -> str:
+    pag = ET.fromstring(block).find("pagination")
+    assert pag is not None and pag.text
+    return pag.text.split("or run: ", 1)[1]
+
+
+# The query is the last argument, after `--`: `recallfs recall -deploy --offset 3` once failed ("the
+# following arguments are required: query"). The command is run by a shell, as a user would paste it.
+@pytest.mark.parametrize(("query", "shown"), [
+    ("-deploy", "-deploy"),
+    ("--deploy docs", "--deploy docs"),
+    ("deploy docs offset:2", "deploy docs offset:2 offset:5"),  # inline offset: wins over --offset
+    ("deploy's \"docs\" $HOME `id` -k 1", "deploy's \"docs\" $HOME `id` -k 1"),
+])
+def test_the_suggested_next_page_command_runs(loaded, store_path, query, shown):
+    block = loaded("recall", "--format", "context", "-k", "3", "--", query, check=True).stdout
+    command = suggested_command(block)
+    assert command.startswith("recallfs recall --offset ") and " -- " in command
+    env = {**os.environ, "RECALLFS_STORE": str(store_path), "RECALLFS_WORKSPACE": "acme/proj",
+           "RECALLFS_AGENT": "tester", "RECALLFS_SEMANTIC": "false",
+           "PATH": f"{RECALLFS.parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    page = ET.fromstring(proc.stdout)
+    first = ET.fromstring(block).find("pagination")
+    assert page.get("query") == shown
+    assert [h.get("rank") for h in page.findall("hit")][:1] == [str(int(first.get("next_offset")) + 1)]

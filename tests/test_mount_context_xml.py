@@ -3,6 +3,8 @@ hold, and a next-page command that runs as printed."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import xml.dom.minidom
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -10,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from mount_helpers import Mount, needs_fuse, serve
 
-from conftest import fact, turn
+from conftest import RECALLFS, fact, turn
 
 pytestmark = [needs_fuse, pytest.mark.mount]
 
@@ -42,3 +44,16 @@ def test_context_xml_with_control_characters_is_well_formed(mnt: Mount, query: s
     if "s\u241b#0" in hits:
         assert hits["s\u241b#0"].get("speaker") == "ma\u241bya"
     assert hits
+
+
+# recall/-deploy/ once suggested `recallfs recall -deploy --offset 10 ...`, which argparse refuses.
+@pytest.mark.parametrize("query", ["-deploy", "--deploy note", "deploy note offset:1"])
+def test_the_next_page_command_in_context_xml_runs(mnt: Mount, query: str):
+    pag = context(mnt, query).find("pagination")
+    assert pag is not None and pag.get("has_more") == "true" and pag.text
+    command = pag.text.split("or run: ", 1)[1]
+    env = {**os.environ, **mnt.env, "PATH": f"{RECALLFS.parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    ranks = [h.get("rank") for h in ET.fromstring(proc.stdout).findall("hit")]
+    assert ranks and ranks[0] == str(int(pag.get("next_offset")) + 1)
