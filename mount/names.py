@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from recallfs.query.ids import is_memory_id
 from recallfs.query.labels import label
 from recallfs.query.records import TYPE_TO_TABLE
+from recallfs.query.visible import CONTROL_PICTURES
 
 NAME_MAX = 255
 # '/' cannot appear in a file name. Stored values (tags, sessions, entities) show it as U+2215
@@ -101,9 +102,9 @@ def fits(name: str) -> bool:
 
 
 # A control character in a label (a tag "nl\nx", an ESC) would be a file name that breaks `ls | while
-# read` and `find | xargs`, or drives the terminal that lists it: it is shown as its picture (U+2400..).
-_CONTROL_PICTURES = {**{c: 0x2400 + c for c in range(1, 0x20)}, 0x7F: 0x2421}
-_CONTROLS = {picture: c for c, picture in _CONTROL_PICTURES.items()}
+# read` and `find | xargs`, or drives the terminal that lists it: it is shown as its picture (U+2400..,
+# query/visible.py). NUL is dropped before, so U+2400 in a name is only ever written as such.
+_CONTROLS = {picture: c for c, picture in CONTROL_PICTURES.items() if c}
 # The C1 controls (U+0080..U+009F: CSI drives xterm, NEL ends a line for Python's splitlines) have no
 # pictures: each shows as U+FFFD, and the name ends in the value's short hash so distinct values stay
 # distinct names.
@@ -120,7 +121,7 @@ def encode_value(value: str, suffix: str = "") -> str:
     a name over 255 bytes (cut), end in '~' and a short hash of the value, so distinct values keep
     distinct names. The value is named in its one label form, NFC (query/labels.py)."""
     value = label(value)
-    name = value.replace("/", SLASH_STANDIN).replace("\0", "").translate(_CONTROL_PICTURES)
+    name = value.replace("/", SLASH_STANDIN).replace("\0", "").translate(CONTROL_PICTURES)
     if name.startswith("."):
         name = DOT_STANDIN + name[1:]
     if name == "":
