@@ -52,6 +52,10 @@ class InboxProcess:
         """(problem, note) for the health verdict: a death is reported at once, before `keep` sees it."""
         if self.problem is None and self.proc is not None and self.proc.poll() is not None:
             return f"the inbox process exited with status {self.proc.returncode}", self.note
+        if self.problem is None and self.proc is not None and (stopped := registry.pid_stopped(self.proc.pid)):
+            # found 2026-12-07: health said ok while every write to inbox/, and any walk that stats it, hung
+            return (f"the inbox process (pid {self.proc.pid}) is {stopped}: writes to inbox/ wait, and so does a "
+                    f"walk that reaches it, until `kill -CONT {self.proc.pid}`"), self.note
         return self.problem, self.note
 
     def mounted(self) -> bool:

@@ -284,6 +284,30 @@ def test_an_inbox_process_that_dies_is_started_again_and_health_says_so(tmp_path
         stop_mount(mount)
 
 
+def test_a_stopped_inbox_process_is_reported_until_it_runs_again(tmp_path: Path) -> None:
+    """Found 2026-12-07: with the inbox's process stopped (SIGSTOP, ^Z in a debugger) every write to
+    inbox/ and any walk that stats it hung, while `recallfs status` and index.md said ok."""
+    env = base_env(tmp_path)
+    build_store(tmp_path, SAMPLE, env)
+    mount = start_mount(tmp_path, env)
+    pid = int(subprocess.run(["pgrep", "-f", f"inbox_main .* {mount.path}/inbox"], capture_output=True,
+                             text=True).stdout.split()[0])
+    try:
+        def health() -> dict:
+            return json.loads(mount.cli("status", "--json").stdout)["mounts"][0]["detail"]["health"]
+
+        os.kill(pid, signal.SIGSTOP)
+        seen = health()
+        assert seen["state"] == "degraded" and f"kill -CONT {pid}" in " ".join(seen["problems"]), seen
+        assert wait_until(lambda: "kill -CONT" in (mount.path / "index.md").read_text(), timeout=30)
+        os.kill(pid, signal.SIGCONT)
+        assert wait_until(lambda: health()["state"] == "ok", timeout=30)
+        assert sh("echo 'The inbox ran again' > inbox/again.md", mount.path).returncode == 0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        stop_mount(mount)
+
+
 def test_a_policy_that_denies_writes_gets_eacces(tmp_path: Path) -> None:
     env = base_env(tmp_path)
     build_store(tmp_path, SAMPLE, env)
