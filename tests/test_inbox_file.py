@@ -69,6 +69,10 @@ def test_written_files_become_records(name, text, expected):
     ("bad.jsonl", '{"type": "fact",\n', 1, "malformed JSON"),
     ("none.jsonl", "// nothing but a comment\n", None, "no record"),
     ("array.jsonl", "[1, 2]\n", 1, "JSON object"),
+    # Found 2026-12-08: a raw U+2028 in a string is valid JSON; splitlines cut the record at it
+    ("sep.jsonl", '{"type": "fact", "source_id": "a", "created_at": "2026-01-01", "content": "a\u2028b\x85c"}\n'
+     '{"type": "fact", "source_id": "b", "created_at": "2026-01-01", "content": "x", "agent": "atlas"}\n',
+     2, "writes as 'scout'"),
     # Found 2026-12-04: nested aliases expanded to a billion items (68 s, 5 GB); a self-reference recursed.
     ("bomb.md", "---\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
      + "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9)) + "---\nBody.",
