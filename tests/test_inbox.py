@@ -222,6 +222,23 @@ def test_a_fact_hits_path_still_opens_after_a_newer_version(mounted: Mount) -> N
     assert "superseded_by: " in path.read_text() and "superseded_by: null" not in path.read_text()
 
 
+def test_a_front_matter_key_given_twice_is_refused_with_its_line(mounted: Mount) -> None:
+    """Found 2026-12-08: the last `kind:` was kept silently and the close succeeded."""
+    before = counts(mounted)
+    proc = sh("printf -- '---\\nkind: decision\\nkind: fact\\n---\\nTwice said\\n' > inbox/twice.md", mounted.path)
+    assert proc.returncode == 0, proc.stderr  # bash ignores a failed close after a builtin (README)
+    with pytest.raises(OSError) as info:
+        with open(mounted.path / "inbox" / "twice2.md", "w") as fh:
+            fh.write("---\nkind: decision\ntags:\n  - {k: 1, k: 2}\n---\nTwice said\n")
+    assert info.value.errno == errno.EINVAL
+    rejected = mounted.path / "inbox" / ".rejected"
+    said = (rejected / "twice.md").read_text()
+    assert "the key 'kind' is given twice" in said and "line 3" in said, said
+    said = (rejected / "twice2.md").read_text()
+    assert "the key 'k' is given twice" in said and "line 4" in said, said
+    assert counts(mounted) == before and not facts_named(mounted, "twice-said")
+
+
 def test_jsonl_and_limits(mounted: Mount, tmp_path: Path) -> None:
     line = {"type": "fact", "source_id": "j-1", "created_at": "2026-11-01", "content": "Written as JSONL lines"}
     proc = sh(f"echo '{json.dumps(line)}' > inbox/batch.jsonl", mounted.path)
