@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from recallfs.mount import recall_files, render
@@ -89,8 +90,10 @@ class Browser:
         return self.listings.listing(cat, kind, params)
 
     def _root(self, cat: Readable | None, status: dict[str, Any]) -> Listing:
+        seen = self._last_seen(cat)
         return Listing([
-            Entry("index.md", Kind.INDEX, content=blob(self.index_bytes(cat, status)), deps=(INDEX_DEP,)),
+            Entry("index.md", Kind.INDEX, content=blob(self.index_bytes(cat, status, seen)), deps=(INDEX_DEP,),
+                  mtime=seen[1] if seen else None),
             directory("facts", Kind.FACTS), directory("sessions", Kind.SESSIONS),
             directory("entities", Kind.ENTITIES), directory("history", Kind.HISTORY),
             directory("recall", Kind.RECALL), directory("inbox", Kind.INBOX),
@@ -117,11 +120,24 @@ class Browser:
         return render.render_memory({**row, "lineage": lineage})
 
     # -- index.md and recall ---------------------------------------------------------------------------
-    def index_bytes(self, cat: Readable | None, status: dict[str, Any]) -> bytes:
+    def index_bytes(self, cat: Readable | None, status: dict[str, Any],
+                    seen: tuple[int, datetime] | None = None) -> bytes:
         place = Place(self.mountpoint, str(self.store.path), self.principal.workspace_path, self.principal.agent)
         return index_bytes(place, cat.counts() if cat is not None else None, status, max_rows=self.max_rows,
-                           generation=self.store.generation, k=self.k,
-                           last_recall_degraded=self.last_recall_degraded)
+                           seen=seen, k=self.k, last_recall_degraded=self.last_recall_degraded)
+
+    def _last_seen(self, cat: Readable | None) -> tuple[int, datetime] | None:
+        """(rid, arrival) of the newest row this reader may read. index.md shows it and takes its time as
+        its mtime: a write the reader cannot read changes neither (found 2026-12-07: index.md showed the
+        store's generation and last write, so a reader saw when another agent wrote a private memory,
+        and its mtime stayed at the mount's start while its counts changed)."""
+        newest = cat.newest() if cat is not None else None
+        if newest is None or cat is None:
+            return None
+        table, rid = newest
+        row = self.store.cursor().execute(
+            f"SELECT ingested_at FROM {cat.schema}.{table} WHERE rid = ?", [rid]).fetchone()
+        return (rid, row[0]) if row else None
 
     def recall(self, query: str) -> RecallSnapshot:
         from recallfs.query.recall import recall

@@ -174,7 +174,6 @@ class ControlServer:
         import base64
 
         from recallfs.query.inbox_file import InboxError, Writer, parse_inbox_file
-        from recallfs.query.inbox_rendered import keep_links
         from recallfs.query.inbox_scope import confine_to_view
         from recallfs.query.policies import get_policy
         from recallfs.query.query_syntax import utc_now
@@ -191,7 +190,7 @@ class ControlServer:
         except InboxError as exc:
             raise ControlError(f"{name}: {exc}") from None
         # links, ids and slots naming memories the writer cannot read are taken out first (query/inbox_scope.py)
-        return await self._write(lambda: keep_links(self.ops.store, confine_to_view(self.ops.store, writer, records)))
+        return await self._write(lambda: confine_to_view(self.ops.store, writer, records))
 
     async def _recall(self, req: dict[str, Any], principal: Principal) -> dict[str, Any]:
         from recallfs.query.formats import RENDERERS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from recallfs.mount import render
@@ -43,20 +44,21 @@ def _empty() -> Counts:
                   sessions=0, sessions_with_summary=0, sessions_with_turns=0)
 
 
-def index_bytes(place: Place, counts: Counts | None, status: dict[str, Any], *, max_rows: int, generation: int,
-                k: int, last_recall_degraded: str | None) -> bytes:
-    """`counts` None: the workspace holds nothing yet. `generation`: the store's, when status has none."""
+def index_bytes(place: Place, counts: Counts | None, status: dict[str, Any], *, max_rows: int,
+                seen: tuple[int, datetime] | None, k: int, last_recall_degraded: str | None) -> bytes:
+    """`counts` None: the workspace holds nothing yet. `seen`: (rid, arrival) of the newest row the reader
+    may read (Browser._last_seen), never the store's generation, which other readers' writes move."""
     c = counts or _empty()
     files = 0 if counts is None else tree_file_count(
         c.rows["facts"], sum(c.tags.values()), c.sessions_with_summary, c.sessions_with_turns, c.rows["turns"],
         len(c.entities), c.versions)
     s = render.IndexStatus(
         mountpoint=place.mountpoint, store=place.store, workspace=place.workspace, agent=place.agent,
-        generation=int(status.get("generation", generation)), counts=c.rows, versions=c.versions, files=files,
+        last_row=seen[0] if seen else 0, counts=c.rows, versions=c.versions, files=files,
         kinds=c.kinds, tags=c.tags, sessions=c.sessions, entities=c.entities, memories=c.memories,
         semantic_ready=bool(status.get("semantic_ready")), degraded_reason=status.get("degraded_reason") or "off",
         last_recall_degraded=last_recall_degraded, recall_ttl_s=int(status.get("recall_ttl_s", 5)), k=k,
-        truncated=[] if counts is None else truncated_listings(c, max_rows), last_change=status.get("last_change"),
+        truncated=[] if counts is None else truncated_listings(c, max_rows), last_change=seen[1] if seen else None,
     )
     health = status.get("health")
     if health is not None:

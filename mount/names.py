@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from recallfs.query.ids import is_memory_id
 from recallfs.query.labels import label
 from recallfs.query.records import TYPE_TO_TABLE
+from recallfs.query.visible import CONTROL_PICTURES
 
 NAME_MAX = 255
 # '/' cannot appear in a file name. Stored values (tags, sessions, entities) show it as U+2215
@@ -101,36 +102,33 @@ def fits(name: str) -> bool:
 
 
 # A control character in a label (a tag "nl\nx", an ESC) would be a file name that breaks `ls | while
-# read` and `find | xargs`, or drives the terminal that lists it: it is shown as its picture (U+2400..).
-_CONTROL_PICTURES = {**{c: 0x2400 + c for c in range(1, 0x20)}, 0x7F: 0x2421}
-_CONTROLS = {picture: c for c, picture in _CONTROL_PICTURES.items()}
+# read` and `find | xargs`, or drives the terminal that lists it: it is shown as its picture (U+2400..,
+# query/visible.py). NUL is dropped before, so U+2400 in a name is only ever written as such.
+_CONTROLS = {picture: c for c, picture in CONTROL_PICTURES.items() if c}
 # The C1 controls (U+0080..U+009F: CSI drives xterm, NEL ends a line for Python's splitlines) have no
 # pictures: each shows as U+FFFD, and the name ends in the value's short hash so distinct values stay
 # distinct names.
 _C1_CONTROLS = {c: 0xFFFD for c in range(0x80, 0xA0)}
-_C1 = re.compile("[\x80-\x9f]")
 
 
 def encode_value(value: str, suffix: str = "") -> str:
     """A stored value (tag, kind, session, entity) as a file name (plus `suffix`, e.g. '.md').
 
     '/' shows as U+2215; NUL is dropped; a control character shows as its picture (a newline as U+240A,
-    ESC as U+241B, DEL as U+2421) and a C1 control as U+FFFD, the name then ending in '~' and a short hash
-    of the value; a leading '.' shows as U+2024 (so '.' and '..' are names too);
-    "" is '_'; a name over 255 bytes is cut and ends in '~' and a short hash of the whole value, so
-    distinct values keep distinct names. The value is named in its one label form, NFC (query/labels.py)."""
+    ESC as U+241B, DEL as U+2421) and a C1 control as U+FFFD; a leading '.' shows as U+2024 (so '.' and
+    '..' are names too); "" is '_'. A value that a stand-in could be mistaken for (one that holds U+2215,
+    a picture, U+FFFD or a NUL, starts with U+2024, or is '_' as written) or that holds a C1 control, and
+    a name over 255 bytes (cut), end in '~' and a short hash of the value, so distinct values keep
+    distinct names. The value is named in its one label form, NFC (query/labels.py)."""
     value = label(value)
-    name = value.replace("/", SLASH_STANDIN).replace("\0", "").translate(_CONTROL_PICTURES)
+    name = value.replace("/", SLASH_STANDIN).replace("\0", "").translate(CONTROL_PICTURES)
     if name.startswith("."):
         name = DOT_STANDIN + name[1:]
     if name == "":
         name = "_"
+    name = name.translate(_C1_CONTROLS)
     digest = short_hash(value)
-    if _C1.search(name):
-        name = name.translate(_C1_CONTROLS)
-        if fits(name + digest + suffix):
-            return name + digest + suffix
-    elif fits(name + suffix):
+    if not _ambiguous(value) and fits(name + suffix):
         return name + suffix
     return cut_to_fit(name, digest, suffix)
 
@@ -152,6 +150,14 @@ def fitted(name: str, suffix: str = "") -> str:
     return name + suffix if fits(name + suffix) else cut_to_fit(name, short_hash(name), suffix)
 
 
+def _ambiguous(value: str) -> bool:
+    """Whether `value`'s name, without a hash, could also be another value's (found 2026-12-07: a tag
+    "a/b" and a tag "a∕b" as written were two directories of one name, one of them unreachable)."""
+    return (value == "_" or value.startswith(DOT_STANDIN) or "\0" in value
+            or any(ch == SLASH_STANDIN or ch == "\ufffd" or ord(ch) in _CONTROLS or 0x80 <= ord(ch) < 0xA0
+                   for ch in value))
+
+
 def decode_value(name: str, suffix: str = "") -> str | None:
     """The value `encode_value` turned into `name` (in NFC, as groupings key it), or None when the name was
     shortened or holds a control picture (ask the listing: `a␊b` names a tag "a\\nb" or one that holds
@@ -161,7 +167,7 @@ def decode_value(name: str, suffix: str = "") -> str | None:
         if not name.endswith(suffix):
             return None
         name = name[: -len(suffix)]
-    if re.search(r"~[0-9a-f]{10}$", name) and len(name.encode()) >= NAME_MAX - len(suffix) - 11:
+    if re.search(r"~[0-9a-f]{10}$", name):  # cut, or a value a stand-in could be mistaken for: ask the listing
         return None
     if any(ord(ch) in _CONTROLS or ch == "\ufffd" for ch in name):  # a picture, or one as written: ask the listing
         return None

@@ -121,21 +121,22 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
                 # No ingest can ever create this name (.git, .gitignore, .rgignore probes from every
                 # tool): let the kernel cache the answer instead of asking again for each directory.
                 return self._never
-            recent = self.recalls.version
+            recent, made = self.recalls.version, self.recalls.runs_made
             node = self._materialize(parent, await self.children.child(parent, text, match))
-            if recent != self.recalls.version:  # a new recall run: recall/ lists other names now
-                await self._recall_changed(parent, text, node)
+            if (recent, made) != (self.recalls.version, self.recalls.runs_made):  # a new recall run
+                await self._recall_changed(parent, text, node, listed=recent != self.recalls.version)
         self.inodes.remember(node)
         if node.kind is Kind.QUERY:
             self.upkeep.prune_runs()
         return self.inodes.attr(node)
 
-    async def _recall_changed(self, parent: Node, name: str, node: Node) -> None:
-        """The kernel drops its listing of recall/, and the listing of the run this name showed before (it
-        expired, or a change made it stale): nothing reaches that inode by this name any more. Only what
-        the kernel was served a listing of, so a first `ls recall/<q>/` waits for no notification."""
+    async def _recall_changed(self, parent: Node, name: str, node: Node, *, listed: bool) -> None:
+        """The kernel drops the listing of the run this name showed before (it expired, or a change made it
+        stale): nothing reaches that inode by this name any more; and its listing of recall/ when that
+        lists another name now (`listed`). Only what the kernel was served a listing of, so a first
+        `ls recall/<q>/` waits for no notification."""
         earlier = self.inodes.bound_ino(parent.ino, name)
-        stale = {self.inodes.recall_ino, earlier if earlier != node.ino else None}
+        stale = {self.inodes.recall_ino if listed else None, earlier if earlier != node.ino else None}
         await self.upkeep.drop_listings([ino for ino in stale if ino is not None and ino in self.inodes.listed])
 
     @boundary(reply=False)

@@ -53,11 +53,16 @@ class RecallDirs:
         self.recent: OrderedDict[str, None] = OrderedDict()
         self.flights = SingleFlight()
         self._sid = 0
-        self.version = 0  # changes with what recall/ lists (the recent names, newest first)
+        self.version = 0  # changes with what recall/ lists: a name added or dropped
+        self.runs_made = 0  # changes with every new run: the kernel may drop the old run's caches
+        self._first: dict[str, int] = {}  # name -> when it joined the list, which orders the listing
 
     def queries(self) -> list[str]:
-        """The recent directory names, newest first."""
-        return list(reversed(self.recent))
+        """The recent directory names, newest to the list first. Using a listed name again keeps it (the
+        least recently used goes first when the list is full) without moving it: a walk that follows the
+        links (`tar -ch`, `find -L`) re-runs them, and recall/ changing under it was "file changed as we
+        read it" (found 2026-12-07)."""
+        return sorted(self.recent, key=self._first.__getitem__, reverse=True)
 
     async def entry(self, name: str, query: str, token: tuple[Any, ...]) -> Entry:
         """recall/.results/<name>/: the run for `token` that is younger than recall_ttl, or a new one."""
@@ -73,15 +78,17 @@ class RecallDirs:
                 self._sid += 1
                 run = _Run(self._sid, snapshot, token, trio.current_time())
                 self.runs.put(name, run)
-                self.version += 1  # a new run under this name: the kernel may drop the old one's caches
+                self.runs_made += 1
                 return run
 
             cached = await self.flights.run(("recall", name, token), compute)
-        if next(reversed(self.recent), None) != name:
-            self.recent.pop(name, None)
+        if name in self.recent:
+            self.recent.move_to_end(name)
+        else:
             self.recent[name] = None
+            self._first[name] = self.version  # grows by one per name added: the order names joined
             while len(self.recent) > RECENT_QUERIES:
-                self.recent.popitem(last=False)
+                del self._first[self.recent.popitem(last=False)[0]]
             self.version += 1
         return Entry(name, Kind.QUERY, {"snapshot": cached.sid, "query": query, "result": cached.snapshot},
                      deps=(RECALL_DEP,))

@@ -196,7 +196,7 @@ class IndexStatus:
     store: str
     workspace: str
     agent: str
-    generation: int
+    last_row: int  # the newest row this reader may read (0: none), and below, when it was written
     counts: dict[str, int]
     versions: int
     files: int
@@ -237,13 +237,22 @@ def _top(counts: Mapping[str, int], n: int = 12) -> str:
 def _index_fields(s: IndexStatus) -> list[tuple[str, Any]]:
     degraded = not s.semantic_ready
     return [
-        ("workspace", s.workspace), ("agent", s.agent), ("store", s.store), ("generation", s.generation),
+        ("workspace", s.workspace), ("agent", s.agent), ("store", s.store), ("last_row", s.last_row),
+        ("last_change", s.last_change),
         ("facts", s.counts.get("facts", 0)), ("summaries", s.counts.get("summaries", 0)),
         ("turns", s.counts.get("turns", 0)), ("sessions", s.sessions), ("entities", len(s.entities)),
         ("versions", s.versions), ("files", s.files), ("health", s.health),
         *([("health_problems", s.health_problems)] if s.health_problems else []), ("degraded", degraded),
         ("degraded_reason", s.degraded_reason if degraded else None), ("truncated", s.truncated),
     ]
+
+
+def _changed_text(s: IndexStatus) -> str:
+    """What index.md says changed last: only what this reader may read (Browser._last_seen)."""
+    if s.last_change is None:
+        return "Nothing written yet that you can read."
+    return (f"Last change you can read: row {s.last_row}, written {s.last_change.isoformat(timespec='seconds')}"
+            " (the file's mtime).")
 
 
 def _recall_state(s: IndexStatus) -> str:
@@ -281,7 +290,6 @@ def render_index(s: IndexStatus) -> bytes:
     )
     n_facts, n_summaries, n_turns = (s.counts.get(t, 0) for t in ("facts", "summaries", "turns"))
     table = _index_table(s)
-    changed = f", last change {s.last_change.isoformat(timespec='seconds')}" if s.last_change else ""
     text = f"""# Memory of {s.workspace}, read as agent `{s.agent}`
 
 Start here. This is a view of a recallfs memory store: every memory is a markdown file with YAML front
@@ -324,7 +332,7 @@ plus `results.json` (everything: scores, arms, degraded flag, timings, paginatio
 
 - Health: {_health_text(s)}
 - Recall: {sem}
-- Store generation {s.generation}{changed}.
+- {_changed_text(s)}
 - Truncated listings: {truncated}.
 
 ## How to remember

@@ -11,7 +11,9 @@ import textwrap
 from xml.sax.saxutils import escape, quoteattr
 
 from recallfs.query.fallback import FALLBACK_NOTE
+from recallfs.query.query_syntax import parse_query
 from recallfs.query.results import RecallResult
+from recallfs.query.visible import escaped_controls, xml_chars
 
 
 def render_json(result: RecallResult) -> str:
@@ -38,7 +40,7 @@ def render_text(result: RecallResult, width: int = 100) -> str:
         card = result.entity
         lines.append(f"  entity {card.name}: {card.total_facts} current facts")
         for f in card.facts:
-            text = f"(hit {f['hit']} below)" if "hit" in f else f["content"]
+            text = f"(hit {f['hit']} below)" if "hit" in f else escaped_controls(f["content"])
             lines.append("     - " + textwrap.shorten(f"[{f['kind']} {f['id']}] {text}", width=width - 7,
                                                     placeholder=" ..."))
     for hit in result.hits:
@@ -51,7 +53,9 @@ def render_text(result: RecallResult, width: int = 100) -> str:
         )
         lines.append(head + (f" stale: {r['stale']}" if r.get("stale") else "")
                      + (" (near-miss)" if r.get("near_miss") else ""))
-        body = textwrap.shorten(f"{who} {r['content']}".strip(), width=width * 3, placeholder=" ...")
+        # escaped before wrapping, which would turn \x1c..\x1f into spaces and miscount \x1b's width
+        body = textwrap.shorten(escaped_controls(f"{who} {r['content']}".strip()), width=width * 3,
+                                placeholder=" ...")
         lines.extend("     " + part for part in textwrap.wrap(body, width=width - 5))
         if hit.replaces:
             lines.append(f"     (replaces {', '.join(hit.replaces)})")
@@ -59,47 +63,65 @@ def render_text(result: RecallResult, width: int = 100) -> str:
         lines.append(f"  more: add --offset {result.offset + len(result.hits)} for the next page")
     if not result.hits:
         lines.append("  no hits")
-    return "\n".join(lines) + "\n"
+    return escaped_controls("\n".join(lines)) + "\n"  # and the rest: ids, tags in notes, stale reasons
+
+
+def _text(value: str) -> str:
+    """Element text: one stored control character must not make the whole block unreadable XML."""
+    return escape(xml_chars(value))
+
+
+def _attr(value: str) -> str:
+    return quoteattr(xml_chars(value))
+
+
+def next_page_command(query: str, offset: int, k: int) -> str:
+    """The shell command for the page at `offset`. The query comes last, after `--`: a query starting
+    with '-' (recall/-deploy/) is then not read as an option. An inline offset: wins over --offset, so a
+    query holding one gets the new one inline too (the last one counts)."""
+    if parse_query(query).options.offset is not None:
+        query = f"{query} offset:{offset}"
+    return f"recallfs recall --offset {offset} -k {k} --format context -- {shlex.quote(query)}"
 
 
 def render_context(result: RecallResult) -> str:
     """A compact block to paste into a model's context; every hit cites its id and source."""
     attrs = (
-        f"query={quoteattr(result.query)} workspace={quoteattr(result.workspace)} "
+        f"query={_attr(result.query)} workspace={_attr(result.workspace)} "
         f"hits=\"{len(result.hits)}\" total=\"{result.total_candidates}\" "
         f"degraded=\"{str(result.degraded).lower()}\""
     )
     if result.degraded_reason:
-        attrs += f" degraded_reason={quoteattr(result.degraded_reason)}"
+        attrs += f" degraded_reason={_attr(result.degraded_reason)}"
     out = [f"<memory {attrs}>"]
     if result.entity is not None:  # an exact entity match: its card comes before the ranked hits
         card = result.entity
-        out.append(f"<entity name={quoteattr(card.name)} facts=\"{card.total_facts}\">")
-        out.extend(f"<fact id={quoteattr(f['id'])} kind={quoteattr(f['kind'])} hit=\"{f['hit']}\"/>" if "hit" in f
-                   else f"<fact id={quoteattr(f['id'])} kind={quoteattr(f['kind'])}>{escape(f['content'])}</fact>"
+        out.append(f"<entity name={_attr(card.name)} facts=\"{card.total_facts}\">")
+        out.extend(f"<fact id={_attr(f['id'])} kind={_attr(f['kind'])} hit=\"{f['hit']}\"/>" if "hit" in f
+                   else f"<fact id={_attr(f['id'])} kind={_attr(f['kind'])}>{_text(f['content'])}</fact>"
                    for f in card.facts)
         out.append("</entity>")
     # Hits from the filter fallback match the filters, not the text: a model must be told.
-    out.extend(f"<note>{escape(n)}</note>" for n in result.notes if n.startswith(FALLBACK_NOTE))
+    out.extend(f"<note>{_text(n)}</note>" for n in result.notes if n.startswith(FALLBACK_NOTE))
     for hit in result.hits:
         r = hit.row
         when = r["created_at"].isoformat(sep=" ", timespec="minutes") if r["created_at"] else ""
-        extra = f" speaker={quoteattr(r['speaker'])}" if r.get("speaker") else ""
-        extra += f" session={quoteattr(r['session'])}" if r.get("session") else ""
-        extra += f" replaces={quoteattr(' '.join(hit.replaces))}" if hit.replaces else ""
-        extra += f" stale={quoteattr(r['stale'])}" if r.get("stale") else ""  # evidence of a replaced fact
+        extra = f" speaker={_attr(r['speaker'])}" if r.get("speaker") else ""
+        extra += f" session={_attr(r['session'])}" if r.get("session") else ""
+        extra += f" replaces={_attr(' '.join(hit.replaces))}" if hit.replaces else ""
+        extra += f" stale={_attr(r['stale'])}" if r.get("stale") else ""  # evidence of a replaced fact
         extra += " near_miss=\"true\"" if r.get("near_miss") else ""  # below the relevance floor
         out.append(
-            f"<hit rank=\"{hit.rank}\" id={quoteattr(hit.id)} table=\"{hit.table}\" kind={quoteattr(r['kind'])} "
-            f"source={quoteattr(r['source_id'])} date=\"{when}\" score=\"{hit.score:.3f}\"{extra}>"
-            f"{escape(r['content'])}</hit>"
+            f"<hit rank=\"{hit.rank}\" id={_attr(hit.id)} table=\"{hit.table}\" kind={_attr(r['kind'])} "
+            f"source={_attr(r['source_id'])} date=\"{when}\" score=\"{hit.score:.3f}\"{extra}>"
+            f"{_text(r['content'])}</hit>"
         )
     nxt = result.offset + len(result.hits)
     if result.has_more:
-        cli = f"recallfs recall {shlex.quote(result.query)} --offset {nxt} -k {result.k} --format context"
+        cli = next_page_command(result.query, nxt, result.k)
         out.append(
             f"<pagination offset=\"{result.offset}\" next_offset=\"{nxt}\" has_more=\"true\">"
-            f"{escape(f'more hits: add offset:{nxt} to the query, or run: {cli}')}</pagination>"
+            f"{_text(f'more hits: add offset:{nxt} to the query, or run: {cli}')}</pagination>"
         )
     else:
         out.append(f"<pagination offset=\"{result.offset}\" has_more=\"false\">no more hits</pagination>")

@@ -10,23 +10,20 @@ says. A recall hit's file is refused, pointing at the memory's own file: it leav
 `visibility`.
 
 The links a rendered file shows (`supersedes: [f-a/v1]`, `superseded_by`) are resolved from every
-version's links, slots included, not the stored ones, so they are dropped too. A new version written
-through inbox/ keeps the links its memory's head has unless it names them (keep_links): an edit of a
-correction's text must not bring back what it corrected. `supersedes: <id>` or `superseded_by: <id>`,
-as the schema spells them (a plain id), set them.
+version's links, slots included, not the stored ones, so they are dropped too. A new head that names
+neither link keeps its memory's head's links (ingest does it for every way in: query/versioning.py), so
+an edit of a correction's text does not bring back what it corrected. `supersedes: <id>` or
+`superseded_by: <id>`, as the schema spells them (a plain id), set them, and `superseded_by: null` in a
+file of one's own (not the mount's) clears them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
-from recallfs.query.currentness import HEAD_ORDER
 from recallfs.query.ids import MEMORY_ID
-from recallfs.query.records import FACT_ONLY, TYPE_TO_TABLE, MemoryRecord
-from recallfs.query.store import Store
+from recallfs.query.records import FACT_ONLY, TYPE_TO_TABLE
 
 _TYPES = {table: rtype for rtype, table in TYPE_TO_TABLE.items()}
 # Fields only the mount writes in a memory file (render.memory_fields).
@@ -76,19 +73,3 @@ def _content(obj: dict[str, Any], body: str) -> str:
     elif obj["type"] == "summary" and obj.get("title") is not None:
         text = text.removeprefix(f"# {obj['title']}").lstrip()
     return text
-
-
-def keep_links(store: Store, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
-    """Each record that names neither link takes the stored links of its memory's head, if it has one
-    (a rendered file shows resolved links, which are not the stored ones)."""
-    out: list[MemoryRecord] = []
-    for rec in records:
-        schema = store.partition(rec.org, rec.workspace)
-        if schema is None or rec.supersedes is not None or rec.superseded_by is not None:
-            out.append(rec)
-            continue
-        row = store.cursor().execute(
-            f"""SELECT supersedes, superseded_by FROM {schema}.{rec.table} WHERE id = ?
-                QUALIFY row_number() OVER ({HEAD_ORDER}) = 1""", [rec.id]).fetchone()
-        out.append(replace(rec, supersedes=row[0], superseded_by=row[1]) if row else rec)
-    return out

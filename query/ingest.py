@@ -187,7 +187,8 @@ class _Known:
         if (schema, table) in self.loaded:
             return
         self.loaded.add((schema, table))
-        columns = f"SELECT source_id, id, version, content_hash, created_at FROM {schema}.{table}"
+        links = "supersedes, superseded_by" if table == "facts" else "NULL, NULL"
+        columns = f"SELECT source_id, id, version, content_hash, created_at, {links} FROM {schema}.{table}"
         order = "ORDER BY version, rid"
         sources, ids = self.keys.get(table, (set(), set()))
         if not sources or len(sources) + len(ids) > NARROW_LOAD:
@@ -202,11 +203,12 @@ class _Known:
 
     def _add(self, schema: str, table: str, rows: list[tuple[Any, ...]], *, sources: bool = False,
              versions: bool = True) -> None:
-        for source_id, mem_id, version, content_hash, created_at in rows:
+        for source_id, mem_id, version, content_hash, created_at, supersedes, superseded_by in rows:
             if sources:
                 self.source[(schema, table, str(source_id))] = str(mem_id)  # the latest arrival's id
             if versions:
-                self.memory(schema, table, str(mem_id)).add(str(content_hash), int(version), created_at)
+                self.memory(schema, table, str(mem_id)).add(str(content_hash), int(version), created_at,
+                                                            (supersedes, superseded_by))
 
     def memory(self, schema: str, table: str, mem_id: str) -> MemoryVersions:
         return self.memories.setdefault((schema, table, mem_id), MemoryVersions())
@@ -221,10 +223,14 @@ def _decide(known: _Known, schema: str, rec: MemoryRecord) -> tuple[str, Outcome
     mem_id = known.source.get((schema, rec.table, rec.source_id), rec.id)
     versions = known.memory(schema, rec.table, mem_id)
     outcome = decide(versions, rec.content_hash, rec.created_at, as_written=as_written)
+    if outcome is Outcome.HEAD and not rec.links_named and versions.head_links != (None, None):
+        rec.supersedes, rec.superseded_by = versions.head_links  # versioning.py: a head keeps its links
+        rec.links_named = True  # said now: decided again (`changing`, then the write), they stay
+        outcome = decide(versions, rec.content_hash, rec.created_at)
     version = versions.max_version + 1
     if outcome is not Outcome.UNCHANGED:
         known.source[(schema, rec.table, rec.source_id)] = mem_id
-        versions.add(rec.content_hash, version, rec.created_at)
+        versions.add(rec.content_hash, version, rec.created_at, (rec.supersedes, rec.superseded_by))
     return mem_id, outcome, version
 
 

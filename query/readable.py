@@ -146,6 +146,15 @@ class Readable:
         # nobody walked must not drop what the one before it knew.
         self.earlier = {name: {**older.earlier.get(name, {}), **older.memo.get(name, {})} for name in CHECKED_MEMOS}
 
+    def newest(self) -> tuple[str, int] | None:
+        """(table, rid) of the last row written that this reader may read: what changed for it last. A
+        write it cannot read leaves it as it was (the store's own generation would not)."""
+        found = [(max(rids), table) for table, rids in self.readable.items() if rids]
+        if not found:
+            return None
+        rid, table = max(found)
+        return table, rid
+
     def current_rows(self, table: str) -> list[Meta]:
         return self.derived(f"current:{table}", lambda: [m for m in self.rows[table] if m.rid in self.current[table]])
 

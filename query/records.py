@@ -54,6 +54,9 @@ class MemoryRecord:
     speaker: str | None = None
     caption: str | None = None
     source: str = "jsonl"
+    # Whether the record says its links (a `supersedes` or `superseded_by` key, null included): one that
+    # does not keeps its memory's head's links when it becomes the head (query/versioning.py).
+    links_named: bool = False
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -254,6 +257,7 @@ def parse_record(obj: Any, *, org: str, workspace: str, agent: str, source: str 
             raise RecordError(f"status: {rec.status!r} is not one of {', '.join(STATUSES)}")
         rec.supersedes = _ident(obj, "supersedes")
         rec.superseded_by = _ident(obj, "superseded_by")
+        rec.links_named = "supersedes" in obj or "superseded_by" in obj
     else:
         for key in FACT_ONLY:
             if key in obj:

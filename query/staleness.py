@@ -18,6 +18,7 @@ readable by the principal's policy; a link that fails either is as if it did not
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -180,7 +181,8 @@ def links_for(
     if not mine:
         return {}
     current = {link.current_rid for links in mine.values() for link, _ in links if link.current_rid is not None}
-    shown = authorize_in_store(store, principal, schema, "facts", current, options)
+    readable_current = authorize_in_store(store, principal, schema, "facts", current)
+    shown = authorize_in_store(store, principal, schema, "facts", readable_current, options)
     where, params = scope_clause(principal, schema, None, current_only=False)
     readable = allowed_rids(store, schema, "facts", where, params)
     # A fact that only a row hidden from this reader replaced is current for it (query/reader_heads.py):
@@ -189,12 +191,22 @@ def links_for(
         store, principal, schema, "facts", {s for links in mine.values() for _, s in links if s is not None})
     out: dict[int, list[CurrentLink]] = {}
     for rid, links in mine.items():
-        kept = [link for link, stale_rid in links
+        kept = [_as_shown(link, shown) for link, stale_rid in links
                 if (stale_rid is None or (bool(np.isin(stale_rid, readable)) and stale_rid not in still_current))
-                and (link.current_rid is None or link.current_rid in shown)]
+                and (link.current_rid is None or link.current_rid in readable_current)]
         if kept:
             out[rid] = kept
     return out
+
+
+def _as_shown(link: CurrentLink, shown: set[int]) -> CurrentLink:
+    """A link whose current fact the request's filters leave out (`kind:turn`, `until:`) still marks its
+    stale memory (the reader may read that fact: its policy passed it), but neither pulls the fact into
+    the page nor moves the memory (found 2026-12-07: the mark was dropped, so a turns-only or dated
+    question showed a replaced decision unflagged)."""
+    if link.current_rid is None or link.current_rid in shown:
+        return link
+    return dataclasses.replace(link, current_rid=None, filtered=True)
 
 
 def current_links(

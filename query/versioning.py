@@ -8,7 +8,10 @@ with the same `created_at` the one that arrived last. So:
   `created_at` and every other field) writes nothing;
 - a record older than the memory's newest version is written as a historical version and never
   becomes the head;
-- a `deleted` or `superseded` head stays so until a record at least as new says otherwise.
+- a `deleted` or `superseded` head stays so until a record at least as new says otherwise;
+- a fact that becomes the head and names neither link (`supersedes`, `superseded_by`) keeps the head's
+  links: an older export that did not carry them must not bring back what a link retired, and a record
+  that says them is, with them, often a version already stored (query/ingest._decide).
 
 `created_at` is required by every importer, so every version has a time. Pure: tested from tables.
 """
@@ -40,12 +43,16 @@ class MemoryVersions:
     hashes: set[str] = field(default_factory=set)
     max_version: int = 0
     newest: datetime | None = None  # created_at of the head by time
+    head_links: tuple[str | None, str | None] = (None, None)  # the head's (supersedes, superseded_by)
 
-    def add(self, content_hash: str, version: int, created_at: datetime) -> None:
+    def add(self, content_hash: str, version: int, created_at: datetime,
+            links: tuple[str | None, str | None] = (None, None)) -> None:
+        """Versions are added in order of arrival, so a tie in time goes to the later one, as in the store."""
         self.hashes.add(content_hash)
         self.max_version = max(self.max_version, version)
         if self.newest is None or created_at >= self.newest:
             self.newest = created_at
+            self.head_links = links
 
 
 def is_newer(created_at: datetime, newest: datetime | None) -> bool:

@@ -46,6 +46,7 @@ class CurrentLink:
     current_rid: int | None  # the current fact (None: the fact it was evidence of is deleted)
     current_id: str | None
     stale_id: str | None = None  # EVIDENCE: the non-current fact that cites it
+    filtered: bool = False  # the current fact is one the request's filters leave out: mark, move nothing
 
     def mark(self) -> str:
         """The front-matter note of a stale memory ('' for a session link, which marks nothing)."""
@@ -81,6 +82,8 @@ def _yield(cand: Candidate, links: Sequence[CurrentLink], facts: Mapping[int, Ca
     evidence = next((link for link in links if link.link == EVIDENCE), None)
     if evidence is not None:
         cand.stale = evidence.mark()
+        if evidence.filtered:  # `kind:turn`, `until:`: the answer is not on this page, the order stands
+            return None
         fact = facts.get(evidence.current_rid) if evidence.current_rid is not None else None
         if fact is None:  # deleted: recall passes only links whose current fact it may show
             cand.score *= DELETED_WEIGHT

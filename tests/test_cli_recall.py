@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import xml.dom.minidom
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import fact, run_cli, turn, write_jsonl
+from conftest import RECALLFS, fact, run_cli, turn, write_jsonl
 
 RECORDS = [fact(f"f{i}", f"deploy note {i}: the docs deploy uses rsync to the static host", tags=["deploy"])
            for i in range(15)] + [turn("s1", 0, "maya", "how do we deploy the docs?")]
@@ -98,3 +101,70 @@ def test_known_locomo_answer(locomo_store):
                              "When did Caroline go to the LGBTQ support group?", "--format", "json",
                              env=env, check=True).stdout)
     assert "D1:3" in [h["source_id"] for h in out["hits"][:5]]
+
+
+# Characters XML 1.0 cannot carry, in content, a tag, a speaker and a session: one such memory once made
+# every context block that returned it unreadable.
+CONTROL_RECORDS = [
+    fact("ctl-1", "deploy bell \x07 reset \x1b[0m nonchar \ufffe", tags=["t\x07ag", "deploy"], entity="ctl"),
+    turn("s\x1b", 0, "ma\x1bya", "deploy \x07 ding"),
+]
+
+
+@pytest.fixture
+def controls(tmp_path, cli):
+    cli("ingest", str(write_jsonl(tmp_path / "c.jsonl", CONTROL_RECORDS)), check=True)
+    return cli
+
+
+def test_context_block_with_control_characters_is_well_formed(controls):
+    for query in ("deploy \x1b", "ctl", "deploy tag:t\x07ag"):
+        text = controls("recall", query, "--format", "context", "--arm", "lexical", check=True).stdout
+        xml.dom.minidom.parseString(text)
+        root = ET.fromstring(text)
+        assert root.get("query") == query.replace("\x1b", "\u241b").replace("\x07", "\u2407")
+    hits = {h.get("source"): h for h in root.findall("hit")}
+    assert hits["ctl-1"].text == "deploy bell \u2407 reset \u241b[0m nonchar \ufffd"
+
+
+def test_turn_attributes_with_control_characters_are_well_formed(controls):
+    text = controls("recall", "ding", "--format", "context", "--arm", "lexical", check=True).stdout
+    (hit,) = ET.fromstring(text).findall("hit")
+    assert (hit.get("speaker"), hit.get("session"), hit.text) == ("ma\u241bya", "s\u241b", "deploy \u2407 ding")
+
+
+def test_text_format_prints_no_raw_control_character(controls):
+    for query in ("deploy", "ctl"):
+        out = controls("recall", query, "--arm", "lexical", check=True).stdout
+        assert not set(out) & {"\x07", "\x1b"}, out
+        assert "reset \\x1b[0m" in out and "bell \\x07" in out
+    assert "ma\\x1bya: deploy \\x07 ding" in controls("recall", "ding", "--arm", "lexical", check=True).stdout
+
+
+def suggested_command(block: str) -> str:
+    pag = ET.fromstring(block).find("pagination")
+    assert pag is not None and pag.text
+    return pag.text.split("or run: ", 1)[1]
+
+
+# The query is the last argument, after `--`: `recallfs recall -deploy --offset 3` once failed ("the
+# following arguments are required: query"). The command is run by a shell, as a user would paste it.
+@pytest.mark.parametrize(("query", "shown"), [
+    ("-deploy", "-deploy"),
+    ("--deploy docs", "--deploy docs"),
+    ("deploy docs offset:2", "deploy docs offset:2 offset:5"),  # inline offset: wins over --offset
+    ("deploy's \"docs\" $HOME `id` -k 1", "deploy's \"docs\" $HOME `id` -k 1"),
+])
+def test_the_suggested_next_page_command_runs(loaded, store_path, query, shown):
+    block = loaded("recall", "--format", "context", "-k", "3", "--", query, check=True).stdout
+    command = suggested_command(block)
+    assert command.startswith("recallfs recall --offset ") and " -- " in command
+    env = {**os.environ, "RECALLFS_STORE": str(store_path), "RECALLFS_WORKSPACE": "acme/proj",
+           "RECALLFS_AGENT": "tester", "RECALLFS_SEMANTIC": "false",
+           "PATH": f"{RECALLFS.parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    page = ET.fromstring(proc.stdout)
+    first = ET.fromstring(block).find("pagination")
+    assert page.get("query") == shown
+    assert [h.get("rank") for h in page.findall("hit")][:1] == [str(int(first.get("next_offset")) + 1)]

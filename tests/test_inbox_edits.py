@@ -22,6 +22,8 @@ RECORDS = [
     fact("pager-2", "The pager rota starts on Friday", id="f-rota", created_at="2026-05-10"),
     fact("window-2", "The deploy window moved to Thursday morning", id="f-window-fix", supersedes="f-window",
          created_at="2026-05-03"),
+    fact("queue-1", "The job queue is rabbitmq", id="f-queue", superseded_by="f-queue-2", created_at="2026-05-01"),
+    fact("queue-2", "The job queue is kafka", id="f-queue-2", created_at="2026-05-02"),
     turn("2026-05-02-ops", 0, "maya", "Who owns the pager this week?", caption="a rota screenshot",
          created_at="2026-05-02T10:00:00"),
     {"type": "summary", "source_id": "2026-05-02-ops#summary", "session": "2026-05-02-ops", "title": "Ops sync",
@@ -131,3 +133,18 @@ def test_an_older_version_comes_back_as_current_once_its_date_is_dropped(mounted
     sh(f"grep -v '^created_at:' {hist}/v1.md > {tmp_path}/r2.md && cp {tmp_path}/r2.md inbox/", mounted.path)
     assert "current: true" in (hist / "v4.md").read_text()
     assert "monday" in only(mounted.path / "facts", "pager-rota").name
+
+
+def test_a_memory_a_link_retired_comes_back_when_a_file_of_ones_own_clears_the_link(
+        mounted: Mount, tmp_path: Path) -> None:
+    """Found 2026-12-07: `superseded_by: null` was read as not naming the link, so the new version kept it
+    and the memory stayed retired. A copy of the mount's file keeps the link (its null is the rendering's)."""
+    hist = mounted.path / "history" / "f-queue"
+    sh(f"grep -v '^created_at:' {hist}/v1.md | sed 's/rabbitmq/nats/' > {tmp_path}/q.md && cp {tmp_path}/q.md inbox/",
+       mounted.path)
+    assert "current: false" in (hist / "v2.md").read_text()  # the rendered copy: the link is kept
+    (tmp_path / "own.md").write_text("---\nid: f-queue\nsuperseded_by: null\n---\nThe job queue is nats\n")
+    sh(f"cp {tmp_path}/own.md inbox/", mounted.path)
+    assert "current: true" in (hist / "v3.md").read_text()
+    assert only(mounted.path / "facts", "nats").name.endswith("--f-queue.md")
+    assert only(mounted.path / "facts", "kafka")  # the link only retired f-queue; f-queue-2 stays

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -152,6 +153,16 @@ def test_recall_listing_and_expiry(mounted: Mount) -> None:
     assert wait_until(lambda: os.stat(m / "recall" / "heron queue").st_ino != first, timeout=60)
     assert sorted(os.listdir(m / "recall" / "heron queue")) == hits
     assert mounted.mount_info()["detail"]["invalidations"] > invalidations
+    # A name used again keeps its place, and recall/ does not change under a walk that follows the links
+    # (found 2026-12-07: `tar -ch` over recall/ said "file changed as we read it" once runs had expired).
+    assert os.listdir(m / "recall") == ["README.md", "heron status", "heron queue"]
+    before = os.stat(m / "recall").st_mtime_ns
+    time.sleep(2.5)  # the fixture's recall TTL (2 s), so that tar re-runs every query
+    tar = subprocess.run(["tar", "-chf", "/dev/null", "-C", str(m), "recall"], capture_output=True, text=True,
+                         timeout=120)
+    assert tar.returncode == 0, tar.stderr
+    assert os.stat(m / "recall").st_mtime_ns == before
+    assert os.listdir(m / "recall") == ["README.md", "heron status", "heron queue"]
 
 
 def test_an_ingest_sends_no_invalidation_per_recall_directory(mounted: Mount, tmp_path: Path) -> None:

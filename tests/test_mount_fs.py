@@ -170,18 +170,54 @@ def test_control_characters_in_values_are_names_that_list_and_open_as_one_line(t
     try:
         m = mount.path
         # cold (its directory not listed first): the name is looked up, and only the listing knows its value
-        assert os.listdir(m / "facts" / "by-tag" / "pic\u240a") == [
+        pic = encode_value("pic\u240a")
+        assert pic.startswith("pic\u240a~")  # not the name of the tag "pic\n"
+        assert os.listdir(m / "facts" / "by-tag" / pic) == [
             "a-fact-whose-tag-holds-a-control-picture-as--f-pic.md"]
         listed = sh("find", str(m), "-path", f"{m}/recall", "-prune", "-o", "-print").stdout
         assert not any(ch in listed.replace("\n", "") for ch in "\x1b\x07\t\x9b"), repr(listed)
         c1 = encode_value("csi\x9b2J")
         assert c1.startswith("csi\ufffd2J~")  # C1 controls (U+009B is CSI to xterm) have no picture
-        assert sorted(os.listdir(m / "facts" / "by-tag")) == sorted([c1, "nl\u240ax", "pic\u240a", "red\u241b[31mX"])
+        assert sorted(os.listdir(m / "facts" / "by-tag")) == sorted([c1, "nl\u240ax", pic, "red\u241b[31mX"])
         assert os.listdir(m / "facts" / "by-tag" / c1) == ["a-fact-with-control-characters--f-ctl.md"]
         assert sorted(os.listdir(m / "facts" / "by-kind")) == ["fact", "k\u2407bell"]
         assert sh("cat", str(m / "entities" / "line1\u240aline2.md")).stdout.count("control characters") == 1
         assert "a turn in a tabbed session" in (m / "sessions" / "sess\u2409one" / "transcript.md").read_text()
         assert os.listdir(m / "facts" / "by-tag" / "nl\u240ax") == ["a-fact-with-control-characters--f-ctl.md"]
+    finally:
+        stop_mount(mount)
+
+
+def test_values_a_stand_in_could_be_mistaken_for_have_names_of_their_own(tmp_path: Path) -> None:
+    """Found 2026-12-07: a tag, entity or session "a/b" and one "a∕b" (U+2215 as written), or ".hidden"
+    and "․hidden", were listed twice under one name: one was unreachable, a recall hit's path named the
+    other memory's file, and `cp -a` of the mount failed ("File exists")."""
+    env = base_env(tmp_path)
+    build_store(tmp_path, [
+        fact("s-1", "collision with a real slash", id="f-slash", tags=["a/b"], entity="a/b"),
+        fact("s-2", "collision with a slash stand-in", id="f-standin", tags=["a\u2215b"], entity="a\u2215b"),
+        {"type": "summary", "source_id": "h1", "session": ".hidden", "content": "the dotted session",
+         "created_at": "2026-06-01T10:00:00Z"},
+        {"type": "summary", "source_id": "h2", "session": "\u2024hidden", "content": "the stand-in session",
+         "created_at": "2026-06-01T10:00:00Z"}], env)
+    mount = start_mount(tmp_path, env)
+    try:
+        m = mount.path
+        for directory in ("entities", "facts/by-tag", "sessions"):
+            names = os.listdir(m / directory)
+            assert len(names) == len(set(names)), (directory, names)
+        assert "real slash" in (m / "entities" / "a\u2215b.md").read_text()
+        assert "stand-in" in (m / "entities" / encode_value("a\u2215b", ".md")).read_text()
+        assert os.listdir(m / "facts" / "by-tag" / encode_value("a\u2215b")) == [
+            "collision-with-a-slash-stand-in--f-standin.md"]
+        assert "dotted" in (m / "sessions" / "\u2024hidden" / "summary.md").read_text()
+        assert "stand-in" in (m / "sessions" / encode_value("\u2024hidden") / "summary.md").read_text()
+        q = m / "recall" / "stand-in session"
+        hit = next(q / n for n in sorted(os.listdir(q)) if "the stand-in session" in (q / n).read_text())
+        path = next(line.split(": ", 1)[1] for line in hit.read_text().splitlines() if line.startswith("path: "))
+        assert "stand-in" in Path(path.strip('"')).read_text(), path
+        copy = tmp_path / "copy"
+        sh("cp", "-r", str(m / "sessions"), str(m / "entities"), str(copy.mkdir() or copy))
     finally:
         stop_mount(mount)
 

@@ -199,7 +199,10 @@ def test_slug_reads_only_the_words_it_needs_and_names_as_before(text: str, max_c
     (".secret", ".md", "\u2024secret.md"),
     ("", "", "_"),
     ("Caroline", ".md", "Caroline.md"),
-    ("nul\0byte", "", "nulbyte"),
+    ("nul\0byte", "", "nulbyte~3cffbd713f"),  # not "nulbyte": that is another value's name
+    # a stand-in as written is another value's name: the hash keeps them apart (found 2026-12-07)
+    ("a\u2215b", "", "a\u2215b~fb413ae893"), ("\u2024hidden", "", "\u2024hidden~4b9b1edd55"),
+    ("_", "", "_~53a0acfad5"), ("pic\u240a", "", "pic\u240a~450f8055a9"),
     ("nl\nx", "", "nl\u240ax"), ("red\x1b[31mX", ".md", "red\u241b[31mX.md"), ("del\x7f", "", "del\u2421"),
     # C1 controls have no pictures: U+FFFD, and the value's hash keeps distinct values apart
     ("csi\x9b31mX", "", "csi\ufffd31mX~60ac60727e"), ("nel\x85x", ".md", "nel\ufffdx~65fddf1643.md"),
@@ -225,8 +228,9 @@ def test_every_value_names_a_path_that_resolves(value: str) -> None:
     assert resolve(("entities", encode_value(value, ".md"))) is not None
 
 
-@pytest.mark.parametrize("value", ["tab\there", "nl\nx", "bell\x07", "a\u240ab", "nel\x85x", "a\ufffdb"])
-def test_a_name_with_a_control_picture_is_found_through_the_listing(value: str) -> None:
+@pytest.mark.parametrize("value", ["tab\there", "nl\nx", "bell\x07", "a\u240ab", "nel\x85x", "a\ufffdb", "a\u2215b",
+                                   "\u2024x", "_", "x~0123456789"])
+def test_a_name_with_a_control_picture_or_a_hash_is_found_through_the_listing(value: str) -> None:
     """`a␊b` is the name of a tag "a\\nb" and of one holding U+240A as written: only the listing knows."""
     assert decode_value(encode_value(value)) is None
 
@@ -316,3 +320,11 @@ def test_parse_version_name(name: str, version: int | None) -> None:
 def test_hit_names_say_what_the_hit_holds(row: dict, name: str) -> None:
     """A turn of symbols only is not named by its speaker alone (10-turn-maya.md)."""
     assert hit_name(10, row["table"], hit_label(row)) == name
+
+
+@pytest.mark.parametrize("values", [("a/b", "a\u2215b"), (".hidden", "\u2024hidden"), ("", "_"),
+                                    ("nul\0byte", "nulbyte"), ("nl\nx", "nl\u240ax"), ("a\x85", "a\x86", "a\ufffd")])
+def test_distinct_values_have_distinct_names(values: tuple[str, ...]) -> None:
+    """Found 2026-12-07: a tag "a/b" and a tag "a∕b" were listed as two directories of one name."""
+    assert len({encode_value(v) for v in values}) == len(values)
+    assert len({encode_value(v, ".md") for v in values}) == len(values)

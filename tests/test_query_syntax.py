@@ -98,6 +98,13 @@ def test_good_queries(raw, text, expected):
     ("recent:soon", "", "'soon' is not a duration like 12h, 7d, 2w, 6m or 1y"),
     ("recent:0d", "", "a duration must be positive"),
     ("recent:-7d", "", "'-7d': a half-life is a positive duration, e.g. recent:7d"),
+    # a duration's digits are ASCII, as an integer option's are (k:٣ above): each of these once meant 7d
+    ("since:７d", "", "'７d' is not a date (2026-06-11) or a duration (7d)"),
+    ("since:٧d", "", "'٧d' is not a date (2026-06-11) or a duration (7d)"),
+    ("until:𝟕d", "", "'𝟕d' is not a date (2026-06-11) or a duration (7d)"),
+    ("since:1٢h", "", "is not a date"),
+    ("recent:７d", "", "'７d' is not a duration like 12h, 7d, 2w, 6m or 1y"),
+    ("now:७d", "", "is not a date"),
     ("kind:", "", "kind: needs a value, e.g. kind:decision"),
     ("kind:,", "", "kind: needs a value"),
     ("tag:,,", "", "tag: needs a value"),

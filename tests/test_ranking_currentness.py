@@ -74,6 +74,10 @@ def test_marks_say_what_replaced_the_evidence():
     assert same[0].score == pytest.approx(0.5 * DELETED_WEIGHT)
     version = CurrentLink(EVIDENCE, 2, "f-x", "f-x")
     assert version.mark() == "superseded by a newer version of f-x"
+    # a current fact the request's filters leave out: marked, the order and the score stand
+    kept = yield_to_current([cand(1, 0.5), cand(3, 0.45)], {1: [CurrentLink(EVIDENCE, None, "f-x", "f-x", True)]})
+    assert [(c.rid, c.score, c.stale) for c in kept] == [
+        (1, 0.5, "superseded by a newer version of f-x"), (3, 0.45, "")]
     assert CurrentLink(SESSION, 2, "f-x").mark() == ""
 
 
@@ -165,6 +169,18 @@ def test_a_stale_turn_yields_and_is_marked_and_the_answer_is_pulled_in(store_pat
                      stages=StageConfig(currentness=False))
         assert [h.row["source_id"] for h in off.hits] == ["c1#0"]
         assert "stale" not in off.hits[0].as_json()
+
+
+@pytest.mark.parametrize("options", ["kind:turn", "until:2026-03-01", "kind:turn,summary since:2026-01-01"])
+def test_a_stale_turn_is_marked_when_the_filters_leave_its_current_fact_out(store_path, options):
+    """Found 2026-12-07: a turns-only or dated question dropped the mark with the link, so the replaced
+    decision came back unflagged; the fact is not pulled into a page its filters exclude."""
+    with Store(store_path) as store:
+        _ingest(store, ZOE)
+        result = recall(store, ME, f"double espresso every morning {options}", arm="lexical", k=10)
+        assert [(h.table, h.row["source_id"]) for h in result.hits][:1] == [("turns", "c1#0")]
+        assert all(h.table != "facts" for h in result.hits)
+        assert result.hits[0].as_json()["stale"] == "superseded by a newer version of f-zoe-drink"
 
 
 def test_a_private_replacement_is_invisible_to_others(store_path):

@@ -94,6 +94,31 @@ def test_ingest_while_mounted_refreshes_every_view(mapped: Mount, tmp_path: Path
     assert ids_in(as_user("auditor", "ls", f"{m}/facts").stdout) == EXPECTED["auditor"] | {"f-moved", "f-followup"}
 
 
+def test_index_md_changes_with_what_its_reader_may_read_alone(mapped: Mount, tmp_path: Path) -> None:
+    """Found 2026-12-07: index.md showed the store's generation and last write to every reader, so a
+    reader saw another agent write a private memory (and when); and its mtime stayed at the mount's
+    start while its counts changed, so `find -newer`, make and rsync missed the change."""
+    m = mapped.path
+
+    def seen(agent: str) -> tuple[str, str]:
+        return (as_user(agent, "cat", f"{m}/index.md").stdout,
+                as_user(agent, "stat", "-c", "%s %Y", f"{m}/index.md").stdout)
+
+    before = {agent: seen(agent) for agent in EXPECTED}
+    hidden = write_jsonl(tmp_path / "hidden.jsonl", [
+        fact("p-7", "auditor private plover retro", id="f-retro", agent="auditor", visibility="private")])
+    time.sleep(1.1)  # a second apart, so that a changed mtime would show in %Y
+    mapped.cli("ingest", str(hidden))
+    assert seen("reader") == before["reader"]  # content, size and mtime: as if nothing was written
+    assert seen("auditor") != before["auditor"]
+    time.sleep(1.1)
+    mapped.cli("ingest", str(write_jsonl(tmp_path / "open.jsonl", [
+        fact("p-8", "ops opened the plover dashboard", id="f-dash", agent="ops")])))
+    text, attr = seen("reader")
+    assert "facts: 2\n" in text and text != before["reader"][0]
+    assert int(attr.split()[1]) > int(before["reader"][1].split()[1])  # newer, as the write is
+
+
 def test_a_second_mount_of_a_mounted_store_points_to_map_uid(mapped: Mount, tmp_path: Path) -> None:
     other = tmp_path / "second"
     other.mkdir()

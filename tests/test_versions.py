@@ -161,3 +161,54 @@ def test_turns_and_summaries_follow_time_too(tmp_path, cli, store_path):
                 SELECT content, rid FROM {schema}.summaries) WHERE rid IN (SELECT rid FROM {schema}.heads)"""
         ).fetchall())
     assert current == ["I switched to oat flat whites", "Zoe now drinks oat."]
+
+
+def test_the_head_links_are_the_newest_versions_and_a_tie_goes_to_the_later_arrival():
+    stored = MemoryVersions()
+    stored.add("b", 1, FEB, ("f-old", None))
+    stored.add("a", 2, JAN, (None, None))  # older: history, the head's links stay
+    assert stored.head_links == ("f-old", None)
+    stored.add("c", 3, FEB, (None, "f-new"))  # the same moment, later: the head
+    assert stored.head_links == (None, "f-new")
+
+
+GO = fact("lang-1", "The project is written in Go", id="f-lang", created_at="2026-01-13T00:00:00Z")
+RUST = fact("lang-2", "The project was rewritten in Rust", id="f-lang-2", supersedes="f-lang",
+            created_at="2026-02-13T00:00:00Z")
+MEMCACHED = fact("cache-1", "The cache is memcached", id="f-cache", superseded_by="f-cache-2",
+                 created_at="2026-01-13T00:00:00Z")
+REDIS = fact("cache-2", "The cache is redis", id="f-cache-2", created_at="2026-02-13T00:00:00Z")
+
+
+def without_links(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k not in ("supersedes", "superseded_by")}
+
+
+@pytest.mark.parametrize("order", ["links first", "old export first"])
+def test_an_export_without_the_links_brings_back_nothing_a_link_retired(tmp_path, cli, store_path, order):
+    """Found 2026-12-07: an older export that did not carry `supersedes` (the same record otherwise, at
+    the same moment) became the head on the tie, without the link, and "written in Go" was current again;
+    the file with the links, ingested again, was "unchanged" and did not repair it."""
+    linked = write_jsonl(tmp_path / "linked.jsonl", [GO, RUST, MEMCACHED, REDIS])
+    bare = write_jsonl(tmp_path / "bare.jsonl", [without_links(r) for r in (GO, RUST, MEMCACHED, REDIS)])
+    files = [linked, bare] if order == "links first" else [bare, linked]
+    for path in files:
+        cli("ingest", str(path), check=True)
+    expect = [("f-cache-2", 1, "active", "The cache is redis"),
+              ("f-lang-2", 1 if order == "links first" else 2, "active", "The project was rewritten in Rust")]
+    assert heads(store_path) == expect
+    before = snapshot(store_path)
+    for path in files:  # and again, either file: nothing changes
+        assert "0 written" in cli("ingest", str(path), check=True).stdout
+    assert snapshot(store_path) == before
+    recalled = cli("recall", "what is the project written in", "--format", "json", check=True).stdout
+    assert "Rust" in recalled and "in Go" not in recalled
+
+
+def test_a_record_that_names_a_link_as_null_clears_it(tmp_path, cli, store_path):
+    cli("ingest", str(write_jsonl(tmp_path / "a.jsonl", [GO, RUST, MEMCACHED, REDIS])), check=True)
+    later = "2026-03-01T00:00:00Z"
+    cleared = [dict(RUST, supersedes=None, created_at=later), dict(MEMCACHED, superseded_by=None, created_at=later)]
+    out = cli("ingest", str(write_jsonl(tmp_path / "b.jsonl", cleared)), check=True).stdout
+    assert "2 written (2 new versions)" in out
+    assert [h[0] for h in heads(store_path)] == ["f-cache", "f-cache-2", "f-lang", "f-lang-2"]
