@@ -27,6 +27,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from recallfs.query.importers.jsonl import jsonl_lines
+
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "memory_dev"
 DEVSETS = ("realmem", "madial", "mtbenchplus")
 # The relevance level each set is judged at (the harness's level names).
@@ -76,7 +78,7 @@ def load(name: str, base: Path = DEV, *, personas: int | None = None) -> DevSet:
 
 
 def _lines(path: Path) -> Iterator[Any]:
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in jsonl_lines(path.read_text(encoding="utf-8")):
         if line.strip():
             yield json.loads(line)
 

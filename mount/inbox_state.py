@@ -8,6 +8,8 @@ import platform
 import time
 from dataclasses import dataclass, field
 
+from recallfs.mount.names import fitted
+
 
 @dataclass(frozen=True, slots=True)
 class Note:
@@ -201,5 +203,6 @@ def _stat_fields(path: str) -> list[bytes]:
 
 
 def rejected_name(name: str) -> str:
-    """inbox/.rejected/<name>.md: `db.md` -> `db.md`, `batch.jsonl` -> `batch.jsonl.md`."""
-    return name if name.lower().endswith(".md") else f"{name}.md"
+    """inbox/.rejected/<name>.md: `db.md` -> `db.md`, `batch.jsonl` -> `batch.jsonl.md`. A name that
+    `.md` takes past 255 bytes is cut as long names are (names.fitted): a longer one broke `cp -a` and tar."""
+    return name if name.lower().endswith(".md") else fitted(name, ".md")

@@ -127,12 +127,27 @@ def encode_value(value: str, suffix: str = "") -> str:
     if name == "":
         name = "_"
     name = name.translate(_C1_CONTROLS)
-    digest = "~" + hashlib.sha1(value.encode()).hexdigest()[:10]
+    digest = short_hash(value)
     if not _ambiguous(value) and fits(name + suffix):
         return name + suffix
+    return cut_to_fit(name, digest, suffix)
+
+
+def short_hash(text: str) -> str:
+    """'~' and 10 hex digits of `text`'s hash: what ends a name cut to fit, so distinct texts stay distinct."""
+    return "~" + hashlib.sha1(text.encode()).hexdigest()[:10]
+
+
+def cut_to_fit(name: str, digest: str, suffix: str = "") -> str:
+    """`name` cut at a character so that it, `digest` and `suffix` fit in NAME_MAX bytes."""
     room = NAME_MAX - len((digest + suffix).encode())
-    cut = name.encode()[:room].decode("utf-8", "ignore")
-    return cut + digest + suffix
+    return name.encode()[:room].decode("utf-8", "ignore") + digest + suffix
+
+
+def fitted(name: str, suffix: str = "") -> str:
+    """`name` + `suffix`; over NAME_MAX bytes, the rule of long names (as encode_value's): `name` is cut
+    and followed by '~', a short hash of the whole `name`, and `suffix`."""
+    return name + suffix if fits(name + suffix) else cut_to_fit(name, short_hash(name), suffix)
 
 
 def _ambiguous(value: str) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -97,7 +98,23 @@ class FrontMatterLoader(yaml.SafeLoader):
     (`created_at: 2026-02-30`) is text, for the record's parser to refuse with its field and line: PyYAML
     raised a bare ValueError ("day is out of range"), which reached the daemon as an internal error and
     counted against health. A yes/no/on/off is text too (`speaker: no` is a name); true and false stay
-    booleans, as in YAML 1.2 and JSON."""
+    booleans, as in YAML 1.2 and JSON. A key given twice in one map is refused with its line: YAML
+    keeps the last silently, and which one the writer meant is not ours to guess (JSONL refuses it too)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        self.flatten_mapping(node)  # `<<` merges first, as the base does (it is then a no-op there)
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                repeated = key in seen
+            except TypeError:  # an unhashable key: the base refuses it with its own message
+                continue
+            if repeated:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice in one map", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
     def lenient_timestamp(self, node: yaml.ScalarNode) -> Any:
         try:

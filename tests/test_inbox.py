@@ -222,6 +222,43 @@ def test_a_fact_hits_path_still_opens_after_a_newer_version(mounted: Mount) -> N
     assert "superseded_by: " in path.read_text() and "superseded_by: null" not in path.read_text()
 
 
+def test_a_front_matter_key_given_twice_is_refused_with_its_line(mounted: Mount) -> None:
+    """Found 2026-12-08: the last `kind:` was kept silently and the close succeeded."""
+    before = counts(mounted)
+    proc = sh("printf -- '---\\nkind: decision\\nkind: fact\\n---\\nTwice said\\n' > inbox/twice.md", mounted.path)
+    assert proc.returncode == 0, proc.stderr  # bash ignores a failed close after a builtin (README)
+    with pytest.raises(OSError) as info:
+        with open(mounted.path / "inbox" / "twice2.md", "w") as fh:
+            fh.write("---\nkind: decision\ntags:\n  - {k: 1, k: 2}\n---\nTwice said\n")
+    assert info.value.errno == errno.EINVAL
+    rejected = mounted.path / "inbox" / ".rejected"
+    said = (rejected / "twice.md").read_text()
+    assert "the key 'kind' is given twice" in said and "line 3" in said, said
+    said = (rejected / "twice2.md").read_text()
+    assert "the key 'k' is given twice" in said and "line 4" in said, said
+    assert counts(mounted) == before and not facts_named(mounted, "twice-said")
+
+
+def test_a_long_name_s_note_fits_in_255_bytes_and_is_found_by_its_listed_name(mounted: Mount) -> None:
+    """Found 2026-12-08: `<name>.md` of a 255-byte name was listed as a 258-byte name, which `cp -a` and
+    tar of the mount failed on. Two long names that differ only at their ends keep distinct notes."""
+    names = ["j" * 249 + ".jsonl", "j" * 248 + "k.jsonl"]
+    rejected = mounted.path / "inbox" / ".rejected"
+    for name in names:
+        with pytest.raises(OSError) as info:
+            with open(mounted.path / "inbox" / name, "w") as fh:
+                fh.write("{not json\n")
+        assert info.value.errno == errno.EINVAL
+    notes = [n for n in os.listdir(rejected) if n.startswith("j" * 200)]
+    assert len(notes) == 2 and all(len(n.encode()) <= 255 and n.endswith(".md") for n in notes), notes
+    said = {(rejected / n).read_text().splitlines()[0] for n in notes}
+    assert said == {f"# {name}: refused" for name in names}
+    proc = sh(f"cat inbox/.rejected/{notes[0]} > /dev/null && rm inbox/.rejected/{notes[0]}", mounted.path)
+    assert proc.returncode == 0, proc.stderr
+    assert [n for n in os.listdir(rejected) if n.startswith("j" * 200)] == notes[1:]
+    os.remove(rejected / notes[1])
+
+
 def test_jsonl_and_limits(mounted: Mount, tmp_path: Path) -> None:
     line = {"type": "fact", "source_id": "j-1", "created_at": "2026-11-01", "content": "Written as JSONL lines"}
     proc = sh(f"echo '{json.dumps(line)}' > inbox/batch.jsonl", mounted.path)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+import yaml
 
-from recallfs.query.inbox_file import InboxError, Writer, parse_inbox_file
+from recallfs.query.inbox_file import FrontMatterLoader, InboxError, Writer, parse_inbox_file
 
 NOW = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
 SCOUT = Writer(org="acme", workspace="platform", agent="scout", now=NOW)
@@ -69,6 +70,10 @@ def test_written_files_become_records(name, text, expected):
     ("bad.jsonl", '{"type": "fact",\n', 1, "malformed JSON"),
     ("none.jsonl", "// nothing but a comment\n", None, "no record"),
     ("array.jsonl", "[1, 2]\n", 1, "JSON object"),
+    # Found 2026-12-08: a raw U+2028 in a string is valid JSON; splitlines cut the record at it
+    ("sep.jsonl", '{"type": "fact", "source_id": "a", "created_at": "2026-01-01", "content": "a\u2028b\x85c"}\n'
+     '{"type": "fact", "source_id": "b", "created_at": "2026-01-01", "content": "x", "agent": "atlas"}\n',
+     2, "writes as 'scout'"),
     # Found 2026-12-04: nested aliases expanded to a billion items (68 s, 5 GB); a self-reference recursed.
     ("bomb.md", "---\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
      + "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9)) + "---\nBody.",
@@ -140,3 +145,37 @@ def test_a_slot_written_again_is_the_next_version_of_one_memory():
     named = _one("c.md", "---\nslot: build-cache\nid: f-mine\n---\nAn id given wins")
     assert first.id == second.id != named.id == "f-mine"
     assert first.source_id != second.source_id
+
+
+# Found 2026-12-08: YAML keeps the last of a repeated key silently (`kind: decision` then `kind: fact`
+# stored a fact); JSONL refuses the same with its line. Lines count from the front matter's first line.
+@pytest.mark.parametrize(("source", "key", "line"), [
+    ("kind: decision\nkind: fact", "kind", 2),
+    ("kind: decision\n'kind': fact", "kind", 2),
+    ("entity: a\ntags: [x]\nentity: b", "entity", 3),
+    ("meta:\n  a: 1\n  a: 2", "a", 3),
+    ("meta: {a: 1, b: 2, a: 3}", "a", 1),
+    ("tags:\n  - {k: 1}\n  - {k: 1, k: 2}", "k", 3),
+    ("a:\n  b:\n    c: 1\n    d: 2\n    c: 3", "c", 5),
+])
+def test_the_front_matter_loader_refuses_a_key_given_twice(source, key, line):
+    with pytest.raises(yaml.YAMLError) as info:
+        yaml.load(source, Loader=FrontMatterLoader)
+    assert f"the key {key!r} is given twice" in str(info.value)
+    assert info.value.problem_mark.line + 1 == line
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("a: {k: 1}\nb: {k: 2}", {"a": {"k": 1}, "b": {"k": 2}}),  # the same key in two maps
+    ("tags: [x, x]", {"tags": ["x", "x"]}),
+    ("kind: fact\nKind: fact", {"kind": "fact", "Kind": "fact"}),
+])
+def test_the_front_matter_loader_takes_keys_given_once(source, expected):
+    assert yaml.load(source, Loader=FrontMatterLoader) == expected
+
+
+def test_a_front_matter_key_given_twice_refuses_the_file_with_its_line():
+    with pytest.raises(InboxError) as info:
+        parse_inbox_file("d.md", b"---\nkind: decision\nkind: fact\n---\nx\n", SCOUT)
+    assert info.value.line == 3
+    assert "front matter: the key 'kind' is given twice" in str(info.value)

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from recallfs.query.importers.jsonl import jsonl_lines
 from recallfs.query.records import MAX_RECORD_BYTES
 from recallfs.query.store import Store
 
@@ -253,3 +254,44 @@ def test_a_small_batch_reading_only_its_own_rows_decides_as_a_full_read_does(tmp
         return reports, rows
 
     assert run(tmp_path / "narrow.duckdb", 2000) == run(tmp_path / "full.duckdb", 0)
+
+
+# Characters str.splitlines ends a line at that JSON lets stand raw inside a string (found 2026-12-08)
+RAW_BREAKS = ["\u2028", "\u2029", "\x85", "\x1c", "\x1d", "\x1e", "\x0b", "\x0c"]
+
+
+@pytest.mark.parametrize(("text", "lines"), [
+    ("", []),
+    ("a", ["a"]),
+    ("a\n", ["a"]),
+    ("a\nb", ["a", "b"]),
+    ("a\n\nb\n", ["a", "", "b"]),
+    ("a\r\nb\r\n", ["a", "b"]),
+    ("\n", [""]),
+    ("a\rb\n", ["a\rb"]),  # a lone \r ends no JSONL line
+    *[(f"a{c}b\nc", [f"a{c}b", "c"]) for c in RAW_BREAKS],
+], ids=repr)
+def test_jsonl_lines_end_only_at_newline(text, lines):
+    assert jsonl_lines(text) == lines
+
+
+def test_raw_line_separators_in_a_string_are_stored_exactly(tmp_path, cli, store_path):
+    records = [fact(f"sep{i}", f"a{c}b{c}", tags=[f"t{c}x"]) for i, c in enumerate(RAW_BREAKS)]
+    src = tmp_path / "seps.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    assert f"{len(RAW_BREAKS)} written" in cli("ingest", str(src), check=True).stdout
+    with Store(store_path, read_only=True) as store:
+        schema = store.partition("acme", "proj")
+        rows = store.cursor().execute(f"SELECT source_id, content, tags FROM {schema}.facts").fetchall()
+    assert sorted(rows) == sorted((r["source_id"], r["content"], r["tags"]) for r in records)
+
+
+def test_the_line_of_an_error_after_a_raw_line_separator(tmp_path, cli, store_path):
+    good = "".join(json.dumps(fact(f"sep{i}", f"a{c}b"), ensure_ascii=False) + "\n" for i, c in enumerate(RAW_BREAKS))
+    bad = json.dumps({"type": "fact", "source_id": "late", "content": "x", "created_at": "2026-13-01"})
+    src = tmp_path / "late.jsonl"
+    src.write_text(good + bad + "\n", encoding="utf-8")
+    proc = cli("ingest", str(src))
+    assert proc.returncode == 1
+    assert f"{src}:{len(RAW_BREAKS) + 1}: " in proc.stderr and "not an ISO 8601 date" in proc.stderr
+    assert not store_path.exists()

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallfs.mount import names, paths
+from recallfs.mount.inbox_state import rejected_name
 from recallfs.mount.names import (
     NameTooLong,
     decode_query,
@@ -240,6 +241,28 @@ def test_long_values_are_cut_and_stay_distinct() -> None:
     assert na != nb
     assert len(na.encode()) <= 255 and na.endswith(".md")
     assert decode_value(na, ".md") is None  # shortened: only the listing knows the value
+
+
+
+@pytest.mark.parametrize(("name", "note"), [
+    ("db.md", "db.md"),
+    ("batch.jsonl", "batch.jsonl.md"),
+    ("j" * 252 + ".md", "j" * 252 + ".md"),
+    ("j" * 246 + ".jsonl", "j" * 246 + ".jsonl.md"),  # 255 bytes with .md
+])
+def test_a_rejection_note_s_name(name: str, note: str) -> None:
+    assert rejected_name(name) == note
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("j" * 249 + ".jsonl", "j" * 248 + "k.jsonl"),  # found 2026-12-08: a 258-byte note name
+    ("é" * 125 + "a.txt", "é" * 125 + "b.txt"),  # cut at a character, not inside one
+])
+def test_a_long_name_s_note_is_cut_and_stays_distinct(a: str, b: str) -> None:
+    na, nb = rejected_name(a), rejected_name(b)
+    assert na != nb
+    for note in (na, nb):
+        assert len(note.encode()) <= 255 and note.endswith(".md") and note.startswith(a[:100]), note
 
 
 @pytest.mark.parametrize(("name", "query"), [

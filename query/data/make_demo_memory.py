@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from recallfs.query.ids import is_memory_id
+from recallfs.query.importers.jsonl import jsonl_lines
 
 WORKSPACE = "demo/tern"
 HERE = Path(__file__).resolve().parent
@@ -836,7 +837,7 @@ def _words(text: str) -> set[str]:
 
 
 def validate(path: Path, queries_path: Path) -> dict[str, int]:  # noqa: C901
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = jsonl_lines(path.read_text(encoding="utf-8"))
     recs = [json.loads(line) for line in lines]  # every line parses
     counts: dict[str, int] = {}
     turn_ids: set[str] = set()

@@ -35,11 +35,21 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of JSONL text: they end only at \n (a \r before it is dropped). Not str.splitlines,
+    which also ends a line at U+2028, U+2029, U+0085, \x0b, \x0c and \x1c-\x1e: JSON lets those stand
+    raw inside a string, so a valid record was cut in two and every later line number was off."""
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline that ends the last line starts no line of its own
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 def json_lines(text: str) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value) of every record line; blank lines and `//` comments are skipped.
     Raises JsonLineError at the first line that does not decode. A leading byte order mark (some
     editors write one) is not part of the first record."""
-    for lineno, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
+    for lineno, line in enumerate(jsonl_lines(text.removeprefix("\ufeff")), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
             continue
