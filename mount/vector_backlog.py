@@ -23,8 +23,8 @@ from typing import Any
 from recallfs.query.ingest import IngestReport
 
 log = logging.getLogger(__name__)
-BACKLOG_PART = 512  # rows embedded per turn at the writer: about 2-4 s on two cores
-OWN_PART = BACKLOG_PART  # of a write's own rows, embedded before it returns
+BACKLOG_PART = 64  # rows embedded per turn at the writer: a write waits for one part (~0.3 s idle)
+OWN_PART = 512  # of a write's own rows, embedded before it returns
 
 
 @dataclass(slots=True)
