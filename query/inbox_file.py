@@ -216,8 +216,10 @@ def _record(obj: dict[str, Any], writer: Writer, name: str, *, at: Any) -> Memor
     filled.setdefault("source_id", "inbox:" + hashlib.sha256(
         json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()[:20])
     try:
-        return parse_record(filled, org=writer.org, workspace=writer.workspace, agent=writer.agent,
-                            source=f"inbox:{name}")
+        record = parse_record(filled, org=writer.org, workspace=writer.workspace, agent=writer.agent,
+                              source=f"inbox:{name}")
+        record.dated_by_write = "created_at" not in obj
+        return record
     except RecordError as exc:
         match = _FIELD.match(str(exc))
         reason = str(exc)

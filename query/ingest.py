@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -227,6 +227,9 @@ def _decide(known: _Known, schema: str, rec: MemoryRecord) -> tuple[str, Outcome
         rec.supersedes, rec.superseded_by = versions.head_links  # versioning.py: a head keeps its links
         rec.links_named = True  # said now: decided again (`changing`, then the write), they stay
         outcome = decide(versions, rec.content_hash, rec.created_at)
+    if outcome is Outcome.HEAD and rec.dated_by_write and versions.newest is not None and \
+            replace(rec, created_at=versions.newest).content_hash in versions.hashes:
+        outcome = Outcome.UNCHANGED  # the head said again, dated by the write alone: a retry stores nothing
     version = versions.max_version + 1
     if outcome is not Outcome.UNCHANGED:
         known.source[(schema, rec.table, rec.source_id)] = mem_id

@@ -57,6 +57,9 @@ class MemoryRecord:
     # Whether the record says its links (a `supersedes` or `superseded_by` key, null included): one that
     # does not keeps its memory's head's links when it becomes the head (query/versioning.py).
     links_named: bool = False
+    # Whether `created_at` is the moment of an inbox/ write, not one the record gave: such a record equal
+    # to its memory's head but for that time stores nothing (a retry after ENOTCONN: query/ingest._decide).
+    dated_by_write: bool = False
 
     def __post_init__(self) -> None:
         if not self.id:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -534,7 +535,10 @@ def test_a_draft_removed_while_its_writer_writes_is_not_stored(mounted: Mount) -
 
 def test_the_same_note_written_twice_is_one_memory(mounted: Mount) -> None:
     """An agent that writes a note again (a retry after an error it could not read) used to get two facts:
-    the time of the write was part of the note's id. Now the second write is that memory's next version."""
+    the time of the write was part of the note's id. Then the second write was that memory's next version,
+    equal but for its time, so a retry after ENOTCONN (stored, or not: unknown) left a second version
+    (found 2026-12-07). Now a write equal to its memory's head but for the time the inbox gave it stores
+    nothing; a changed copy of the memory's file is still its next version."""
     for _ in range(2):
         assert sh("echo 'The twice-written wren note' > inbox/wren.md", mounted.path).returncode == 0
         time.sleep(1.1)
@@ -542,7 +546,11 @@ def test_the_same_note_written_twice_is_one_memory(mounted: Mount) -> None:
     assert len(found) == 1, found
     memory_id = next(line.split(": ", 1)[1] for line in (mounted.path / "facts" / found[0]).read_text().splitlines()
                      if line.startswith("id: "))
-    assert len(os.listdir(mounted.path / "history" / memory_id)) == 2
+    assert os.listdir(mounted.path / "history" / memory_id) == ["v1.md"]
+    own = mounted.path / "facts" / found[0]
+    edited = own.read_text().replace("wren note", "wren note, edited")
+    assert sh(f"printf '%s' {shlex.quote(edited)} > inbox/wren-edit.md", mounted.path).returncode == 0
+    assert sorted(os.listdir(mounted.path / "history" / memory_id)) == ["v1.md", "v2.md"]
 
 
 @pytest.mark.parametrize(("name", "script", "words", "expected"), [
