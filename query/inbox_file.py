@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from recallfs.query.importers.jsonl import JsonLineError, json_lines
+from recallfs.query.importers.jsonl import JsonLineError, json_lines, jsonl_lines
 from recallfs.query.inbox_rendered import is_recall_hit, is_rendered, record_fields
 from recallfs.query.labels import label
 from recallfs.query.records import MemoryRecord, RecordError, derive_id, parse_record
@@ -65,7 +65,7 @@ def parse_inbox_file(name: str, data: bytes, writer: Writer) -> list[MemoryRecor
     text = _decoded(data)
     if name.lower().endswith(".jsonl"):
         return _jsonl(name, text, writer)
-    lines = text.splitlines()
+    lines = jsonl_lines(text)  # lines end at \n alone: a U+2028 or U+0085 in the body is text, kept as written
     if lines and lines[0].strip() == FRONT:
         return [_front_matter(name, lines, writer)]
     return [_record({"content": text.strip()}, writer, name, at=None)]

@@ -38,6 +38,11 @@ def _one(name: str, text: str):
     ("ids.md", "---\ntype: summary\nsession: 2026-04-31\n---\nThe April session.", {"session": "2026-04-31"}),
     ("who.md", "---\ntype: turn\nsession: s\nseq: 1\nspeaker: no\n---\nHi.", {"speaker": "no"}),
     ("when.md", "---\ncreated_at: 2026-06-01T10:00:00Z\n---\nA time.", {"created_at": datetime(2026, 6, 1, 10)}),
+    # Found 2026-12-07: the body was split as str.splitlines splits, so these became newlines
+    ("seps.md", "---\nkind: note\n---\na\u2028b\u2029c\x85d\x0be\x1cf\r\ng\n",
+     {"content": "a\u2028b\u2029c\x85d\x0be\x1cf\ng"}),
+    ("crlf.md", "---\r\nkind: note\r\n---\r\nline one\r\nline two\r\n",
+     {"kind": "note", "content": "line one\nline two"}),
 ])
 def test_written_files_become_records(name, text, expected):
     rec = _one(name, text)
