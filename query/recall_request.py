@@ -3,6 +3,7 @@ words, and which arm and fusion run."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -54,6 +55,14 @@ def parse(
     query = well_formed(query)
     parsed = parse_query(query, now=options.now if options is not None and options.now else now)
     opts = (options or RecallOptions()).merged(parsed.options)
-    return Request(query=query, text=parsed.text, terms=query_terms(parsed.text), options=opts,
+    text = parsed.text if has_search_text(parsed.text) else ""
+    return Request(query=query, text=text, terms=query_terms(text), options=opts,
                    errors=list(parsed.errors), k=opts.k or k, offset=opts.offset if opts.offset is not None else offset,
                    arm=arm, fusion=fusion)
+
+
+def has_search_text(text: str) -> bool:
+    """Whether `text` holds a letter or a digit (any script). Without one (`///`, `?`, an emoji, which
+    MiniLM reads as an unknown token) the semantic arm ranked every memory by noise and answered a
+    256 KiB filler fact first (found 2026-12-07): such a query has no search text, as an empty one."""
+    return any(unicodedata.category(ch)[0] in "LN" for ch in text)

@@ -12,6 +12,7 @@ from recallfs.evals import datasets
 from recallfs.query.formats import render_context, render_text
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.recall import recall
+from recallfs.query.recall_request import has_search_text
 from recallfs.query.semantic import SemanticSearch
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
@@ -90,6 +91,24 @@ def test_filters_alone_list_their_memories_and_a_filter_selecting_nothing_says_w
     assert "the query has no search text" in ask(demo, "k:5").notes  # nothing to search, nothing to filter
     typo = ask(demo, "deploy kind:decisions tag:ci")  # a plural for `kind:decision` is seen at once
     assert typo.hits == [] and "kind:decisions tag:ci select no memory" in typo.notes
+
+
+@pytest.mark.parametrize("query", ["///", "\U0001F600", "? !", "\u2215\u2215"])
+def test_a_query_without_a_letter_or_digit_has_no_search_text(demo, query):
+    """Found 2026-12-07: `///` or an emoji (an unknown token to MiniLM) went to the semantic arm, which
+    ranked every memory by noise; with filters, they select as for an empty query."""
+    result = ask(demo, query)
+    assert result.hits == [] and "the query has no search text" in result.notes, result.notes
+    filtered = ask(demo, f"{query} tag:windows")
+    assert len(filtered.hits) == 5 and filtered.stages["fallback"] == "newest first: the filters select 5"
+
+
+@pytest.mark.parametrize(("text", "searchable"), [
+    ("", False), ("///", False), ("\U0001F600 \U0001F680", False), ("?!", False), ("  ", False),
+    ("a", True), ("2026", True), ("caf\u00e9", True), ("\u6771\u4eac", True), ("\U0001F680 launch", True),
+])
+def test_has_search_text(text, searchable):
+    assert has_search_text(text) is searchable
 
 
 def test_the_fallback_is_only_for_filters(demo):
