@@ -9,12 +9,13 @@ naive UTC, as the store keeps them.
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from recallfs.ranking.recency import DEFAULT_HALF_LIFE_DAYS
 
@@ -29,6 +30,7 @@ _OPTION = re.compile(r'^(kind|tag|session|agent|since|until|k|offset|recent|budg
 _DURATION = re.compile(r"^-?([0-9]+)\s*([hdwmy])$", re.I)
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 _DATE_ONLY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_MONTH_OR_YEAR = re.compile(r"^([0-9]{4})(?:-([0-9]{2}))?$")
 _WHOLE = re.compile(r"^[+-]?[0-9]+$")
 
 
@@ -97,10 +99,14 @@ def parse_when(value: str, now: datetime, *, end_of_day: bool = False) -> dateti
         if days >= (now - datetime.min).days:
             raise ValueError(f"{shown(value)!r} before now is before the year 1")
         return now - timedelta(days=days)
+    period = _period(text, value)
+    if period is not None:
+        return period[1] if end_of_day else period[0]
     try:
         ts = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise ValueError(f"{shown(value)!r} is not a date (2026-06-11) or a duration (7d)") from None
+        raise ValueError(f"{shown(value)!r} is not a date (2026-06-11), a month (2026-06), a year (2026) "
+                         "or a duration (7d)") from None
     if ts.tzinfo is not None:
         try:  # 0001-01-01T00:00+01:00 is in the year 0 in UTC
             ts = ts.astimezone(UTC).replace(tzinfo=None)
@@ -109,6 +115,20 @@ def parse_when(value: str, now: datetime, *, end_of_day: bool = False) -> dateti
     if end_of_day and _DATE_ONLY.match(text):
         ts = datetime.combine(ts.date(), time.max)  # not +1 day: the end of 9999-12-31 is datetime.max
     return ts
+
+
+def _period(text: str, value: str) -> tuple[datetime, datetime] | None:
+    """(first, last instant) of a month (`2026-06`) or a year (`2026`), or None for any other text:
+    `since:2026-06` starts June 1 and `until:2026-06` ends June 30, as a bare date does its day."""
+    m = _MONTH_OR_YEAR.match(text)
+    if m is None:
+        return None
+    year, month = int(m.group(1)), m.group(2)
+    if year < 1 or (month is not None and not 1 <= int(month) <= 12):
+        raise ValueError(f"{shown(value)!r} is not a month (2026-06) or a year (2026)")
+    first_month, last_month = (int(month), int(month)) if month is not None else (1, 12)
+    last_day = calendar.monthrange(year, last_month)[1]
+    return datetime(year, first_month, 1), datetime.combine(date(year, last_month, last_day), time.max)
 
 
 def _int(value: str, lo: int, hi: int) -> int:
