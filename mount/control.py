@@ -106,8 +106,9 @@ class ControlServer:
         uid = self.access.owner if uid is None else uid
         self.access.admit(uid, op)  # before anything is done
         if op == "ping":
+            health = {**self.ops.health(), "backend": self.backend.describe()}
             return {"ok": True, **self.state, "uptime_s": round(time.time() - self.started, 1),
-                    "health": {**self.ops.health(), "backend": self.backend.describe()}}
+                    "health": self.access.health_for(uid, health)}
         if op == "ingest":
             return await self._ingest(req)
         if op == "recall":

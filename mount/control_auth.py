@@ -30,6 +30,10 @@ from recallfs.scope.principal import Principal
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _REMOVE = "if no recallfs daemon of yours serves this store, remove it"
 OWNER_ONLY = frozenset({"ingest", "counts", "inbox"})
+# What a mapped uid's ping gets of the daemon's health: the verdict and how recall runs. The rest (the
+# store's generation, every view's requests and invalidations) moves with every agent's writes, private
+# ones included, so a reader watching it saw when others wrote (found 2026-12-07).
+SHOWN_TO_MAPPED = ("health", "degraded", "degraded_reason", "query_embedding", "backend")
 
 
 # A ControlError's code for a write that was committed though what follows it failed (the disk filled
@@ -109,6 +113,10 @@ class Access:
 
     def _admin(self, uid: int) -> bool:
         return uid in (self.owner, 0)
+
+    def health_for(self, uid: int, health: dict[str, Any]) -> dict[str, Any]:
+        """The daemon's health as `uid` may see it: whole for its owner and root, SHOWN_TO_MAPPED else."""
+        return health if self._admin(uid) else {k: v for k, v in health.items() if k in SHOWN_TO_MAPPED}
 
     def admit(self, uid: int, op: Any) -> None:
         """Raise ControlError unless `uid` may make request `op`."""

@@ -323,7 +323,12 @@ def test_a_mapped_uid_may_not_ingest_or_count(mapped: dict) -> None:
                                                        "org": "acme", "workspace": "proj", "agent": "ops"})
     assert "ingest through the mount daemon is only for its owner" in reply["refused"]
     assert "only for its owner" in request_as(reader, mapped["mount"].store, {"op": "counts"})["refused"]
-    assert request_as(reader, mapped["mount"].store, {"op": "ping"})["pid"] > 0  # ping is for every mapped uid
+    ping = request_as(reader, mapped["mount"].store, {"op": "ping"})
+    assert ping["pid"] > 0 and ping["health"]["health"]["state"] == "ok"  # ping is for every mapped uid
+    # but not the store's generation or the other views' counters, which move with every agent's writes
+    # (a private one too: found 2026-12-07)
+    assert set(ping["health"]) <= {"health", "degraded", "degraded_reason", "query_embedding", "backend"}, ping
+    assert "generation" in mapped["mount"].mount_info()["detail"]  # its owner and root see it all
     _, ids = recall_ids(run_cli_as(mapped["uids"]["auditor"], "recall", "--format", "json", "heron",
                                    env=mapped["env"]))
     assert ids == set()  # nothing was written
