@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # argparse reads `--since -7d` as a flag with no value: a duration after these is joined to its flag
 _WHEN_FLAGS = frozenset({"--since", "--until", "--now", "--recent"})  # --recent: to say why -7d is no half-life
-_AGO = re.compile(r"^-\d+\s*[hdwmy]$", re.I)
+_AGO = re.compile(r"^-[0-9]+[ \t]*[hdwmy]$", re.I)  # as query_syntax._DURATION: ASCII digits and spaces
 
 
 def joined_durations(argv: Sequence[str]) -> list[str]:

@@ -26,8 +26,9 @@ MAX_DURATION_YEARS = 9999  # datetime's whole range: no longer duration can name
 _MAX_DIGITS = 18  # longer numbers are out of every range here; int() refuses past 4,300 digits anyway
 
 _OPTION = re.compile(r'^(kind|tag|session|agent|since|until|k|offset|recent|budget|now):(.*)$', re.I)
-# `-7d` (7 days ago) is `7d`: both read as "before now". Digits are ASCII, as in k: (\d takes ７ and ٧).
-_DURATION = re.compile(r"^-?([0-9]+)\s*([hdwmy])$", re.I)
+# `-7d` (7 days ago) is `7d`: both read as "before now". Digits and spaces are ASCII, as in k: (\d takes ７ and ٧,
+# \s takes U+3000).
+_DURATION = re.compile(r"^-?([0-9]+)[ \t]*([hdwmy])$", re.I)
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 _DATE_ONLY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _MONTH_OR_YEAR = re.compile(r"^([0-9]{4})(?:-([0-9]{2}))?$")

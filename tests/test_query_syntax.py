@@ -111,6 +111,7 @@ def test_good_queries(raw, text, expected):
     ("since:７d", "", "'７d' is not a date (2026-06-11), a month (2026-06), a year (2026) or a duration (7d)"),
     ("since:٧d", "", "'٧d' is not a date (2026-06-11), a month (2026-06), a year (2026) or a duration (7d)"),
     ("until:𝟕d", "", "'𝟕d' is not a date (2026-06-11), a month (2026-06), a year (2026) or a duration (7d)"),
+    ("since:7\u3000d", "", "is not a date"),  # an ideographic space is not a space here either
     ("since:1٢h", "", "is not a date"),
     ("recent:７d", "", "'７d' is not a duration like 12h, 7d, 2w, 6m or 1y"),
     ("now:७d", "", "is not a date"),
