@@ -81,7 +81,29 @@ def next_page_command(query: str, offset: int, k: int) -> str:
     query holding one gets the new one inline too (the last one counts)."""
     if parse_query(query).options.offset is not None:
         query = f"{query} offset:{offset}"
-    return f"recallfs recall --offset {offset} -k {k} --format context -- {shlex.quote(query)}"
+    return f"recallfs recall --offset {offset} -k {k} --format context -- {shell_word(query)}"
+
+
+def shell_word(text: str) -> str:
+    """`text` as one shell word. Control characters (an ESC in a recall directory's name) cannot stand in
+    XML or a terminal, so such text is written as bash's $'...' with escapes, which means the same text."""
+    if not any(_is_control(ch) for ch in text):
+        return shlex.quote(text)
+    return "$'" + "".join(_escaped(ch) for ch in text) + "'"
+
+
+def _is_control(ch: str) -> bool:
+    return ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
+
+
+def _escaped(ch: str) -> str:
+    """One character inside $'...': C0 and DEL as \\xNN, C1 as \\uNNNN (\\xNN would be a byte, not UTF-8)."""
+    code = ord(ch)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if 0x80 <= code < 0xA0:
+        return f"\\u{code:04x}"
+    return "\\" + ch if ch in "\\'" else ch
 
 
 def render_context(result: RecallResult) -> str:

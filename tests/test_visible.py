@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 import xml.dom.minidom
 from xml.sax.saxutils import escape, quoteattr
 
 import pytest
 
 from recallfs.mount.names import encode_value
+from recallfs.query.formats import shell_word
 from recallfs.query.visible import escaped_controls, xml_chars
 
 
@@ -46,3 +48,13 @@ def test_xml_and_file_names_show_a_control_by_the_same_picture() -> None:
 ])
 def test_escaped_controls(text: str, shown: str) -> None:
     assert escaped_controls(text) == shown
+
+
+@pytest.mark.parametrize("text", ["plain words", "it's", "-deploy", "ci \x1b[31mred", "bell\x07 and\ttab",
+                                  "nel\x85 back\\slash 'q'", "del\x7fa", "caf\u00e9 \u2215 ok"])
+def test_a_shell_word_means_its_text_to_bash_and_holds_no_control_character(text):
+    """Found 2026-12-07: the next-page command for a query holding ESC showed U+241B, a different query."""
+    word = shell_word(text)
+    assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in word), word
+    out = subprocess.run(["bash", "-c", f'printf "%s" {word}'], capture_output=True, text=True, check=True).stdout
+    assert out == text
