@@ -149,11 +149,14 @@ class Readable:
     def newest(self) -> tuple[str, int] | None:
         """(table, rid) of the last row written that this reader may read: what changed for it last. A
         write it cannot read leaves it as it was (the store's own generation would not)."""
-        found = [(max(rids), table) for table, rids in self.readable.items() if rids]
-        if not found:
-            return None
-        rid, table = max(found)
-        return table, rid
+        def build() -> tuple[str, int] | None:
+            found = [(max(rids), table) for table, rids in self.readable.items() if rids]
+            if not found:
+                return None
+            rid, table = max(found)
+            return table, rid
+
+        return self.derived("newest", build)  # once per generation: a max over 100k rids per table
 
     def current_rows(self, table: str) -> list[Meta]:
         return self.derived(f"current:{table}", lambda: [m for m in self.rows[table] if m.rid in self.current[table]])
