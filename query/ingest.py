@@ -223,7 +223,8 @@ def _decide(known: _Known, schema: str, rec: MemoryRecord) -> tuple[str, Outcome
     mem_id = known.source.get((schema, rec.table, rec.source_id), rec.id)
     versions = known.memory(schema, rec.table, mem_id)
     outcome = decide(versions, rec.content_hash, rec.created_at, as_written=as_written)
-    if outcome is Outcome.HEAD and not rec.links_named and versions.head_links != (None, None):
+    if outcome is Outcome.HEAD and not rec.links_named and (rec.supersedes, rec.superseded_by) == (None, None) \
+            and versions.head_links != (None, None):
         rec.supersedes, rec.superseded_by = versions.head_links  # versioning.py: a head keeps its links
         rec.links_named = True  # said now: decided again (`changing`, then the write), they stay
         outcome = decide(versions, rec.content_hash, rec.created_at)

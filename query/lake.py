@@ -32,13 +32,14 @@ from recallfs.query.fts_extension import DUCKDB_CONFIG
 from recallfs.query.lake_extensions import load_lake_extensions
 from recallfs.query.lake_location import LakeLocation, mask_secrets
 from recallfs.query.lake_vectors import BatchVector, vector_from_row, vector_row
-from recallfs.query.records import MemoryRecord
+from recallfs.query.records import TRANSIENT, MemoryRecord
 from recallfs.query.store import StoreError
 
 # A record's fields as lake columns ("table" is a keyword: the lake calls it tbl).
 _TYPES = {"str": "VARCHAR", "datetime": "TIMESTAMP", "int | None": "INTEGER", "list[str]": "VARCHAR[]",
           "str | None": "VARCHAR"}
-RECORD_COLUMNS = {("tbl" if f.name == "table" else f.name): _TYPES[str(f.type)] for f in fields(MemoryRecord)}
+_STORED = [f for f in fields(MemoryRecord) if f.name not in TRANSIENT]
+RECORD_COLUMNS = {("tbl" if f.name == "table" else f.name): _TYPES[str(f.type)] for f in _STORED}
 LOG_COLUMNS = {"batch": "VARCHAR", "item": "INTEGER", "host": "VARCHAR", "appended_at": "TIMESTAMP"}
 POLICY_COLUMNS = {"batch": "VARCHAR", "org": "VARCHAR", "workspace": "VARCHAR", "agent": "VARCHAR",
                   "removed": "BOOLEAN", "authors": "VARCHAR[]", "visibilities": "VARCHAR[]",
@@ -256,17 +257,19 @@ def _rollback(conn: duckdb.DuckDBPyConnection) -> None:
 
 def row_of(rec: MemoryRecord, batch: str, item: int, host: str, now: datetime) -> dict[str, Any]:
     row: dict[str, Any] = {"batch": batch, "item": item, "host": host, "appended_at": now.isoformat(sep=" ")}
-    for f in fields(MemoryRecord):
+    for f in _STORED:
         value = getattr(rec, f.name)
         row["tbl" if f.name == "table" else f.name] = value.isoformat(sep=" ") if isinstance(value, datetime) else value
     return row
 
 
 def record_from_row(row: dict[str, Any]) -> MemoryRecord:
-    values = {f.name: row["tbl" if f.name == "table" else f.name] for f in fields(MemoryRecord)}
+    values = {f.name: row["tbl" if f.name == "table" else f.name] for f in _STORED}
     values["tags"] = list(values["tags"] or [])
     values["refs"] = list(values["refs"] or [])
-    return MemoryRecord(**values)
+    # Its links are as the committing host decided them (its `changing` kept or cleared the head's):
+    # replayed, a record must not take a head's links again.
+    return MemoryRecord(**values, links_named=True)
 
 
 @contextmanager

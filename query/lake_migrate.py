@@ -18,7 +18,7 @@ from recallfs.query.lake_replica import LAKE_KEY, WATERMARK, catch_up, policy_ch
 from recallfs.query.lake_vectors import BatchVector
 from recallfs.query.migrations import MEMORY_TABLES
 from recallfs.query.policies import list_policies
-from recallfs.query.records import MemoryRecord
+from recallfs.query.records import TRANSIENT, MemoryRecord
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import VECTORS, has_vectors_table
 from recallfs.scope.policy import Policy
@@ -27,7 +27,7 @@ from recallfs.scope.principal import Principal
 if TYPE_CHECKING:
     from recallfs.query.embedder import Embedder
 
-_FIELDS = [f.name for f in fields(MemoryRecord) if f.name != "table"]
+_FIELDS = [f.name for f in fields(MemoryRecord) if f.name != "table" and f.name not in TRANSIENT]
 
 
 @dataclass(slots=True)
@@ -72,7 +72,7 @@ def _record(row: dict[str, Any]) -> MemoryRecord:
     values = {k: row[k] for k in _FIELDS}
     values["tags"] = list(values["tags"] or [])
     values["refs"] = list(values["refs"] or [])
-    return MemoryRecord(table=str(row["tbl"]), **values)
+    return MemoryRecord(table=str(row["tbl"]), **values, links_named=True)  # a stored version's links, as stored
 
 
 def file_to_lake(store: Store, lake: Lake) -> Migrated:

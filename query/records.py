@@ -29,6 +29,11 @@ class RecordError(ValueError):
     """Why one input record was refused. The importer adds FILE:LINE."""
 
 
+# Fields that say how a record was written, for ingest to decide with; they are not stored, and a lake
+# does not carry them (a batch's records are decided on the host that commits it: query/backend.py).
+TRANSIENT = frozenset({"links_named", "dated_by_write"})
+
+
 @dataclass(slots=True)
 class MemoryRecord:
     table: str
@@ -56,7 +61,7 @@ class MemoryRecord:
     source: str = "jsonl"
     # Whether the record says its links (a `supersedes` or `superseded_by` key, null included): one that
     # does not keeps its memory's head's links when it becomes the head (query/versioning.py).
-    links_named: bool = False
+    links_named: bool = False  # (this and dated_by_write: TRANSIENT, not stored or sent to a lake)
     # Whether `created_at` is the moment of an inbox/ write, not one the record gave: such a record equal
     # to its memory's head but for that time stores nothing (a retry after ENOTCONN: query/ingest._decide).
     dated_by_write: bool = False
