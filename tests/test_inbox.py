@@ -618,11 +618,15 @@ def test_a_killed_child_left_unreaped_does_not_refuse_its_parents_file(mounted: 
     assert len(facts_named(mounted, "zombie-kestrel")) == 1
 
 
-def _blocked_in_close(pid: int) -> bool:
+def _syscall(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == "3"  # close(2) on x86_64
-    except (OSError, IndexError):
-        return False
+        return Path(f"/proc/{pid}/syscall").read_text().strip()
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+
+
+def _blocked_in_close(pid: int) -> bool:
+    return _syscall(pid).split(" ")[0] == "3"  # close(2) on x86_64
 
 
 def test_a_daemon_killed_during_a_close_answers_enotconn(tmp_path: Path) -> None:
@@ -643,7 +647,9 @@ def test_a_daemon_killed_during_a_close_answers_enotconn(tmp_path: Path) -> None
                                for i in range(15000)))
         cp = subprocess.Popen(["cp", str(src), str(mount.path / "inbox" / "many.jsonl")], stderr=subprocess.PIPE,
                               text=True)
-        assert wait_until(lambda: _blocked_in_close(cp.pid), timeout=60)
+        # a loaded machine can take long to copy 2 MB through FUSE; a cp that ended first says how
+        wait_until(lambda: _blocked_in_close(cp.pid) or cp.poll() is not None, timeout=180)
+        assert _blocked_in_close(cp.pid), f"cp not seen in close: returncode {cp.poll()}, syscall {_syscall(cp.pid)}"
         time.sleep(2)  # the daemon has the file (a wait, not a timed assertion)
         os.kill(daemon, signal.SIGKILL)
         _, err = cp.communicate(timeout=60)

@@ -85,6 +85,50 @@ def test_a_write_on_one_host_reaches_the_other(lake: LakeSpec, tmp_path: Path) -
     assert [v for v in versions.values() if "replaced" in v[1]] == [(2, "the harbour crane number 1 was replaced")]
 
 
+def head_links(env: dict[str, str]) -> dict[str, tuple[int, str | None, str | None]]:
+    """memory id -> (version, supersedes, superseded_by) of each fact's current version in this host's replica."""
+    replicas = Path(env["RECALLFS_REPLICA_DIR"])
+    (replica,) = replicas.glob("*/replica.duckdb")
+    with duckdb.connect(str(replica), read_only=True) as conn:
+        (schema,) = [r[0] for r in conn.execute("SELECT schema_name FROM main.partitions").fetchall()]
+        return {str(i): (int(v), s, b) for i, v, s, b in conn.execute(
+            f"SELECT t.id, t.version, t.supersedes, t.superseded_by FROM {schema}.facts t "
+            f"JOIN {schema}.heads h ON h.rid = t.rid").fetchall()}
+
+
+def test_links_kept_or_cleared_on_one_host_replay_the_same_on_the_other(lake: LakeSpec, tmp_path: Path) -> None:
+    """A fact that becomes its memory's head without naming a link keeps the head's; one naming it null
+    clears it (query/ingest._decide). Replayed, a record must not take the head's links again: the
+    host that committed it decided them (found 2026-12-07: the flags behind that decision are not lake
+    columns, and a replayed record had to say its links were decided)."""
+    a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
+    old = fact("lang-1", "The project is written in Go", id="f-lang", created_at="2026-01-13T00:00:00Z")
+    new = fact("lang-2", "The project was rewritten in Rust", id="f-lang-2", supersedes="f-lang",
+               created_at="2026-02-13T00:00:00Z")
+    run_cli("ingest", str(write_jsonl(tmp_path / "one.jsonl", [old, new])), env=a, check=True)
+    # a new version that names no link: it keeps `supersedes`, on A and as B replays it
+    reworded = {k: v for k, v in new.items() if k != "supersedes"}
+    reworded.update(content="The project was rewritten in Rust in 2026", created_at="2026-03-01T00:00:00Z")
+    run_cli("ingest", str(write_jsonl(tmp_path / "two.jsonl", [reworded])), env=a, check=True)
+    recall_json(b, "project rewritten")  # B catches up
+    assert head_links(a) == head_links(b)
+    assert head_links(b)["f-lang-2"] == (2, "f-lang", None)
+    # B clears the link (null): A replays the clearing, and no host brings the head's link back
+    cleared = dict(reworded, supersedes=None, created_at="2026-04-01T00:00:00Z",
+                   content="The project is being rewritten in Rust")
+    run_cli("ingest", str(write_jsonl(tmp_path / "three.jsonl", [cleared])), env=b, check=True)
+    recall_json(a, "project rewritten")
+    assert head_links(a) == head_links(b)
+    assert head_links(a)["f-lang-2"] == (3, None, None)
+    # a fourth version naming nothing keeps the cleared state, on both
+    again = {k: v for k, v in cleared.items() if k != "supersedes"}
+    again.update(content="The project is mostly rewritten in Rust", created_at="2026-05-01T00:00:00Z")
+    run_cli("ingest", str(write_jsonl(tmp_path / "four.jsonl", [again])), env=a, check=True)
+    recall_json(b, "project rewritten")
+    assert head_links(a) == head_links(b)
+    assert head_links(b)["f-lang-2"] == (4, None, None)
+
+
 def test_policies_are_shared(lake: LakeSpec, tmp_path: Path) -> None:
     a, b = host_env(tmp_path, "a", lake), host_env(tmp_path, "b", lake)
     records = [fact("pub", "the quarterly figures are public"),
