@@ -5,7 +5,8 @@ stats}`. Its `match_bm25` macro, though, is a correlated subquery evaluated agai
 table, which costs 100+ ms per table at 100k rows. Here the same index tables are read once per index
 build into a term -> postings map whose per-posting BM25 weights are precomputed, so a query is one
 vector addition per query term (a millisecond at 100k rows). The scores are match_bm25's (k1 = 1.2,
-b = 0.75, its idf), so rankings are unchanged.
+b = 0.75, its idf), but for the two Porter stems of a word ending in a vowel and y, which count as one
+term here (query/stem_fold.py).
 
 An entry is keyed on the index's build time in `main.fts_state`: an ingest that rebuilds the index makes
 the next query load the new postings. The index's tables and that build time are read in one snapshot
@@ -23,6 +24,7 @@ import numpy as np
 
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor, read_snapshot
+from recallfs.query.stem_fold import fold_vocabulary
 from recallfs.query.term_table import TermTable
 
 K1, B = 1.2, 0.75  # match_bm25's defaults
@@ -119,20 +121,26 @@ def load_postings(cur: Cursor, fts: str) -> Postings:
     lengths = np.asarray(docs["len"], dtype=np.float64)  # by position
     norm = K1 * ((1 - B) + B * (lengths / avgdl))
 
-    terms = cur.execute(f"SELECT termid, term, df FROM {fts}.dict ORDER BY term").fetchnumpy()
+    terms = cur.execute(f"SELECT termid, term FROM {fts}.dict ORDER BY term").fetchnumpy()
     termids = np.asarray(terms["termid"], dtype=np.int64)
+    words = [str(term) for term in terms["term"].tolist()]
     row_of = np.full(int(termids.max()) + 1 if len(termids) else 0, -1, dtype=np.int64)
-    row_of[termids] = np.arange(len(termids))
-    df = np.asarray(terms["df"], dtype=np.float64)
-    idf = np.log10(((num_docs - df) + 0.5) / (df + 0.5) + 1)  # DuckDB's log() is base 10
+    folded = fold_vocabulary(words)  # two Porter stems of one word count as one term (query/stem_fold.py)
+    if folded is None:
+        row_of[termids] = np.arange(len(termids))
+    else:
+        words, row_of[termids] = folded
 
     t_rows, docid, count = _term_frequencies(cur, fts, row_of)
+    # a term's documents, counted from its postings: the dict's df, or the union of a folded term's
+    per_term = np.bincount(t_rows, minlength=len(words))
+    df = per_term.astype(np.float64)
+    idf = np.log10(((num_docs - df) + 0.5) / (df + 0.5) + 1)  # DuckDB's log() is base 10
     d_pos = position[docid]
     freq = count.astype(np.float64)
     weights = idf[t_rows] * (freq * (K1 + 1)) / (freq + norm[d_pos])
-    starts = np.zeros(len(termids) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(t_rows, minlength=len(termids)), out=starts[1:])
-    words = [str(term) for term in terms["term"].tolist()]
+    starts = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(per_term, out=starts[1:])
     # DuckDB orders strings by their bytes, as the table does; anything else falls back to a dict
     vocab = TermTable(words) if TermTable.ascending(words) else {w: i for i, w in enumerate(words)}
     return Postings(vocab=vocab, starts=starts, docs=d_pos.astype(np.int32), weights=weights, rids=rids,

@@ -17,6 +17,7 @@ from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import allowed_rids, by_table_generation, store_state, table_state
 from recallfs.query.fts_delta import delta_postings
+from recallfs.query.stem_fold import fold
 from recallfs.query.store import Store
 from recallfs.ranking.calibration import lexical_ceiling
 
@@ -77,16 +78,16 @@ _STEMS: LruCache[str, tuple[str, ...]] = LruCache(65_536)
 
 def index_stems(cur: Cursor, fts: str, terms: list[str]) -> list[str]:
     """The distinct stems of these query terms (query_terms) as the index holds them: DuckDB's own
-    tokenizer and Porter stemmer, so query and documents are cut the same way. Every index is built
-    with the same options. A term is tokenized on its own: the tokenizer splits on spaces, so the
-    stems of a query are the union of its terms' stems."""
+    tokenizer and Porter stemmer, so query and documents are cut the same way, folded as the postings
+    are (query/stem_fold.py). Every index is built with the same options. A term is tokenized on its
+    own: the tokenizer splits on spaces, so the stems of a query are the union of its terms' stems."""
     missing = [t for t in dict.fromkeys(terms) if _STEMS.get(t) is None]
     if missing:
         rows = cur.execute(
             f"SELECT t, list(DISTINCT stem(tok, 'porter')) FROM "
             f"(SELECT t, unnest({fts}.tokenize(t)) AS tok FROM unnest(?::VARCHAR[]) AS u(t)) GROUP BY t",
             [missing]).fetchall()
-        found = {str(r[0]): tuple(str(x) for x in r[1] if x) for r in rows}
+        found = {str(r[0]): tuple(dict.fromkeys(fold(str(x)) for x in r[1] if x)) for r in rows}
         for term in missing:
             _STEMS.put(term, found.get(term, ()))
     return sorted({stem for t in terms for stem in (_STEMS.get(t) or ())})

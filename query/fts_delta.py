@@ -4,8 +4,9 @@ DuckDB's FTS index does not update on insert, and rebuilding it reads the whole 
 that is ~15 s, after every ingest however small. So a large table's index is rebuilt only when the rows
 above its watermark grow past a share of it (`needs_rebuild`); until then those rows are the delta:
 tokenized by the index's own macro and stemmer (`{fts}.tokenize`, `stem(_, 'porter')`, its stopwords:
-the same terms as the index would hold, checked in tests/test_fts_delta.py), and held in memory as
-postings (query/bm25_memory.Postings) per store generation.
+the same terms as the index would hold, checked in tests/test_fts_delta.py), folded as the index's
+terms are (query/stem_fold.py), and held in memory as postings (query/bm25_memory.Postings) per store
+generation.
 
 Their BM25 weights use the statistics of the index and the delta together: N and the average length
 over both, and each term's document frequency in both. The indexed rows keep the weights of their
@@ -23,6 +24,7 @@ from recallfs.query.bm25_memory import K1, B, Postings
 from recallfs.query.caches import LruCache
 from recallfs.query.cursor import Cursor
 from recallfs.query.derived import by_table_generation, table_state
+from recallfs.query.stem_fold import FOLD_SQL, variants
 from recallfs.query.store import Store
 
 # A table of this many rows or fewer is rebuilt by every ingest (about 0.1 s). It was 50,000 (about 2 s),
@@ -49,7 +51,7 @@ def load_delta(cur: Cursor, schema: str, table: str, fts: str, watermark: int) -
     tf = cur.execute(
         f"""WITH toks AS (SELECT rid, unnest({fts}.tokenize(search_text)) AS tok FROM {schema}.{table}
                           WHERE rid > ?)
-            SELECT stem(tok, 'porter') AS term, rid, count(*) AS tf FROM toks
+            SELECT {FOLD_SQL.format("stem(tok, 'porter')")} AS term, rid, count(*) AS tf FROM toks
             WHERE tok <> '' AND tok NOT IN (SELECT sw FROM {fts}.stopwords)
             GROUP BY ALL ORDER BY term, rid""", [watermark]).fetchnumpy()
     terms = np.asarray(tf["term"], dtype=object)
@@ -74,11 +76,24 @@ def load_delta(cur: Cursor, schema: str, table: str, fts: str, watermark: int) -
 
 
 def _indexed_df(cur: Cursor, fts: str, terms: list[str]) -> np.ndarray:
-    """Each term's document frequency in the index (0 for a term it does not hold)."""
+    """Each (folded) term's document frequency in the index (0 for a term it does not hold): for a term
+    the index holds in both Porter forms, the documents holding either, as bm25_memory counts them."""
     if not terms:
         return np.zeros(0, dtype=np.float64)
-    rows = dict(cur.execute(f"SELECT term, df FROM {fts}.dict WHERE term = ANY(?)", [terms]).fetchall())
-    return np.array([float(rows.get(t, 0)) for t in terms], dtype=np.float64)
+    forms = {t: variants(t) for t in terms}
+    rows = {str(term): (int(termid), float(df)) for term, termid, df in cur.execute(
+        f"SELECT term, termid, df FROM {fts}.dict WHERE term = ANY(?)",
+        [[f for fs in forms.values() for f in fs]]).fetchall()}
+    out = np.zeros(len(terms), dtype=np.float64)
+    for i, t in enumerate(terms):
+        held = [rows[f] for f in forms[t] if f in rows]
+        if len(held) == 1:
+            out[i] = held[0][1]
+        elif held:
+            found = cur.execute(f"SELECT count(DISTINCT docid) FROM {fts}.terms WHERE termid = ANY(?)",
+                                [[termid for termid, _ in held]]).fetchone()
+            out[i] = float(found[0]) if found else 0.0
+    return out
 
 
 _DELTAS: LruCache[tuple[Any, ...], Postings] = LruCache(48, generation=by_table_generation)

@@ -256,6 +256,14 @@ def test_recall_directory(sample: Mount) -> None:
         map(str, files_under(sample.path)))
 
 
+def test_a_recall_finds_a_word_by_its_derived_forms(sample: Mount) -> None:
+    """Porter stems "deploy" as "deploi" but "deployment" as "deploy": a recall for "deployment" did not
+    find "Deploy with make release" (query/stem_fold.py)."""
+    for query in ("deployment", "deployments procedure"):
+        found = sh("bash", "-c", f"grep -l 'make release' '{sample.path}/recall/{query}/'*.md").stdout.splitlines()
+        assert len(found) == 1 and front_matter(Path(found[0]))["id"] == "f-deploy", query
+
+
 def test_no_hits_means_no_padding(sample: Mount) -> None:
     q = sample.path / "recall" / "zebra quantum xylophone"
     assert sorted(os.listdir(q)) == ["context.xml", "results.json"]
