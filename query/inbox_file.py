@@ -160,11 +160,16 @@ def _front_matter(name: str, lines: list[str], writer: Writer) -> MemoryRecord:
         where = f" ({obj['path']})" if obj.get("path") else ""
         raise InboxError(f"this is a recall hit, which leaves out fields of its memory such as `visibility`: write "
                          f"the memory's own file{where} instead", _line_of(lines, end, "rank"))
+    copied = None
     if is_rendered(obj):  # a memory file of the mount's, written back: a new version of that memory
+        copied = obj.get("version")
         obj = record_fields(obj, body)
     else:
         obj["content"] = body.strip()
-    return _record(obj, writer, name, at=lambda field: end + 2 if field == "content" else _line_of(lines, end, field))
+    record = _record(obj, writer, name, at=lambda field: end + 2 if field == "content" else _line_of(lines, end, field))
+    if isinstance(copied, int) and not isinstance(copied, bool):
+        record.copied_version = copied
+    return record
 
 
 def _refuse_shapes(source: str) -> None:

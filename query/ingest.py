@@ -25,7 +25,7 @@ from recallfs.query.currentness import rebuild_heads
 from recallfs.query.cursor import Cursor
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
-from recallfs.query.versioning import MemoryVersions, Outcome, dated_ahead, decide
+from recallfs.query.versioning import MemoryVersions, Outcome, dated_ahead, decide, overtakes_by_tie
 
 
 class IngestError(ValueError):
@@ -231,6 +231,12 @@ def _decide(known: _Known, schema: str, rec: MemoryRecord) -> tuple[str, Outcome
     if outcome is Outcome.HEAD and rec.dated_by_write and versions.newest is not None and \
             replace(rec, created_at=versions.newest).content_hash in versions.hashes:
         outcome = Outcome.UNCHANGED  # the head said again, dated by the write alone: a retry stores nothing
+    if outcome is Outcome.HEAD and overtakes_by_tie(versions, rec.copied_version, rec.created_at):
+        raise IngestError(
+            f"{rec.source.removeprefix('inbox:')}: this is version {rec.copied_version} of {mem_id}, edited, but "
+            f"version {versions.head_version} is current and dated the same, so this copy would replace it as "
+            f"current. To edit the memory, copy its current file (history/{mem_id}/v{versions.head_version}.md); "
+            "to make this text current, drop the `created_at:` line")
     version = versions.max_version + 1
     if outcome is not Outcome.UNCHANGED:
         known.source[(schema, rec.table, rec.source_id)] = mem_id

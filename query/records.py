@@ -31,7 +31,7 @@ class RecordError(ValueError):
 
 # Fields that say how a record was written, for ingest to decide with; they are not stored, and a lake
 # does not carry them (a batch's records are decided on the host that commits it: query/backend.py).
-TRANSIENT = frozenset({"links_named", "dated_by_write"})
+TRANSIENT = frozenset({"links_named", "dated_by_write", "copied_version"})
 
 
 @dataclass(slots=True)
@@ -65,6 +65,8 @@ class MemoryRecord:
     # Whether `created_at` is the moment of an inbox/ write, not one the record gave: such a record equal
     # to its memory's head but for that time stores nothing (a retry after ENOTCONN: query/ingest._decide).
     dated_by_write: bool = False
+    # The `version:` of the mount's own memory file this record was written back from (query/stale_copies.py).
+    copied_version: int | None = None
 
     def __post_init__(self) -> None:
         if not self.id:

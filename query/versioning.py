@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 
-__all__ = ["CLOCK_SKEW", "MemoryVersions", "Outcome", "dated_ahead", "decide", "is_newer"]
+__all__ = ["CLOCK_SKEW", "MemoryVersions", "Outcome", "dated_ahead", "decide", "is_newer", "overtakes_by_tie"]
 # How far past this machine's clock a record may be dated before ingest says so: clocks of the hosts
 # that write a memory differ by seconds, not minutes.
 CLOCK_SKEW = timedelta(minutes=5)
@@ -43,6 +43,7 @@ class MemoryVersions:
     hashes: set[str] = field(default_factory=set)
     max_version: int = 0
     newest: datetime | None = None  # created_at of the head by time
+    head_version: int = 0  # the head's version number
     head_links: tuple[str | None, str | None] = (None, None)  # the head's (supersedes, superseded_by)
 
     def add(self, content_hash: str, version: int, created_at: datetime,
@@ -53,6 +54,7 @@ class MemoryVersions:
         if self.newest is None or created_at >= self.newest:
             self.newest = created_at
             self.head_links = links
+            self.head_version = version
 
 
 def is_newer(created_at: datetime, newest: datetime | None) -> bool:
@@ -69,6 +71,15 @@ def decide(known: MemoryVersions | None, content_hash: str, created_at: datetime
     if content_hash in known.hashes or as_written in known.hashes:
         return Outcome.UNCHANGED
     return Outcome.HEAD if is_newer(created_at, known.newest) else Outcome.HISTORICAL
+
+
+def overtakes_by_tie(known: MemoryVersions | None, copied_version: int | None, created_at: datetime) -> bool:
+    """Whether a copy of version `copied_version` (an older version's file, edited and written back with
+    its date) would become the head only by the tie rule: it is dated as the head, which is another
+    version. Versions edited by copying keep their date, so all of a memory's versions may share one;
+    such a copy would silently replace the current text with an edit of an older one."""
+    return (known is not None and copied_version is not None and known.newest == created_at
+            and known.head_version not in (0, copied_version))
 
 
 def dated_ahead(created: Iterable[datetime], now: datetime) -> tuple[int, datetime | None]:

@@ -148,3 +148,29 @@ def test_a_memory_a_link_retired_comes_back_when_a_file_of_ones_own_clears_the_l
     assert "current: true" in (hist / "v3.md").read_text()
     assert only(mounted.path / "facts", "nats").name.endswith("--f-queue.md")
     assert only(mounted.path / "facts", "kafka")  # the link only retired f-queue; f-queue-2 stays
+
+
+def test_an_edit_of_an_older_version_dated_as_the_current_one_is_refused(mounted: Mount, tmp_path: Path) -> None:
+    """Found 2026-12-07 by a soak: an edit made by copying keeps its version's date, so all of a memory's
+    versions can share one; an edited copy of an older version then won the tie (the later arrival) and
+    silently became current. It is refused, saying how to edit the memory or bring the text back."""
+    (tmp_path / "tie.md").write_text("---\nid: f-tie\n---\nThe wombat build cache lives on disk A.\n")
+    sh(f"cp {tmp_path}/tie.md inbox/", mounted.path)
+    current = only(mounted.path / "facts", "wombat")
+    sh(f"sed 's/disk A/disk B/' '{current}' > {tmp_path}/t2.md && cp {tmp_path}/t2.md inbox/", mounted.path)
+    hist = mounted.path / "history" / "f-tie"
+    assert "disk-b" in only(mounted.path / "facts", "wombat").name
+    proc = subprocess.run(["bash", "-c", f"sed 's/disk A/disk C/' {hist}/v1.md > {tmp_path}/t3.md && "
+                           f"cp {tmp_path}/t3.md inbox/"], cwd=mounted.path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0 and "Invalid argument" in proc.stderr, proc.stderr
+    note = (mounted.path / "inbox" / ".rejected" / "t3.md").read_text()
+    assert "version 1 of f-tie" in note and "version 2 is current" in note and "history/f-tie/v2.md" in note, note
+    assert "disk-b" in only(mounted.path / "facts", "wombat").name
+    assert sorted(os.listdir(hist)) == ["v1.md", "v2.md"]
+    sh("rm inbox/.rejected/t3.md", mounted.path)
+    # an unchanged copy of the older version is still nothing, and its date dropped brings the text back
+    sh(f"cp {hist}/v1.md inbox/", mounted.path)
+    sh(f"grep -v '^created_at:' {tmp_path}/t3.md > {tmp_path}/t4.md && cp {tmp_path}/t4.md inbox/", mounted.path)
+    assert "disk-c" in only(mounted.path / "facts", "wombat").name
+    assert not {"v1.md", "t4.md"} & set(os.listdir(mounted.path / "inbox" / ".rejected"))

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from recallfs.query.store import Store
-from recallfs.query.versioning import CLOCK_SKEW, MemoryVersions, Outcome, dated_ahead, decide
+from recallfs.query.versioning import CLOCK_SKEW, MemoryVersions, Outcome, dated_ahead, decide, overtakes_by_tie
 
 from conftest import fact, snapshot, turn, write_jsonl
 
@@ -177,6 +177,19 @@ RUST = fact("lang-2", "The project was rewritten in Rust", id="f-lang-2", supers
             created_at="2026-02-13T00:00:00Z")
 MEMCACHED = fact("cache-1", "The cache is memcached", id="f-cache", superseded_by="f-cache-2",
                  created_at="2026-01-13T00:00:00Z")
+@pytest.mark.parametrize(("stored", "copied", "created_at", "overtakes"), [
+    (known(("a", JAN), ("b", JAN)), 1, JAN, True),  # v1 edited, dated as v2, the head: it would win the tie
+    (known(("a", JAN), ("b", JAN)), 2, JAN, False),  # the head edited: its next version, as meant
+    (known(("a", JAN), ("b", FEB)), 1, JAN, False),  # older than the head: history only, no tie
+    (known(("a", JAN), ("b", FEB)), 1, MAR, False),  # re-dated past the head: current on purpose
+    (known(("b", FEB), ("a", JAN)), 1, FEB, False),  # v1 is the head by time
+    (known(("a", JAN), ("b", JAN)), None, JAN, False),  # not a copy of the mount's file
+    (None, 1, JAN, False),
+])
+def test_a_copy_of_an_older_version_overtakes_only_by_a_tie(stored, copied, created_at, overtakes):
+    assert overtakes_by_tie(stored, copied, created_at) is overtakes
+
+
 REDIS = fact("cache-2", "The cache is redis", id="f-cache-2", created_at="2026-02-13T00:00:00Z")
 
 
