@@ -175,6 +175,7 @@ class ControlServer:
         import base64
 
         from recallfs.query.inbox_file import InboxError, Writer, parse_inbox_file
+        from recallfs.query.inbox_links import refuse_dangling_links
         from recallfs.query.inbox_scope import confine_to_view
         from recallfs.query.policies import get_policy
         from recallfs.query.query_syntax import utc_now
@@ -190,8 +191,13 @@ class ControlServer:
             records = parse_inbox_file(name, data, who)
         except InboxError as exc:
             raise ControlError(f"{name}: {exc}") from None
-        # links, ids and slots naming memories the writer cannot read are taken out first (query/inbox_scope.py)
-        return await self._write(lambda: confine_to_view(self.ops.store, writer, records))
+
+        def load() -> list[Any]:  # under the writer: what the links name cannot change in between
+            refuse_dangling_links(self.ops.store, writer, records)  # query/inbox_links.py
+            # links, ids and slots naming memories the writer cannot read are taken out (query/inbox_scope.py)
+            return confine_to_view(self.ops.store, writer, records)
+
+        return await self._write(load)
 
     async def _recall(self, req: dict[str, Any], principal: Principal) -> dict[str, Any]:
         from recallfs.query.formats import RENDERERS

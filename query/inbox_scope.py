@@ -42,18 +42,23 @@ def confine_to_view(store: Store, writer: Principal, records: Sequence[MemoryRec
         return list(records)
 
     def own(table: str, mem_id: str) -> str:
-        return derive_id(table, f"{writer.agent}/{mem_id}") if mem_id in hidden_ids else mem_id
+        return own_id(table, writer, mem_id) if mem_id in hidden_ids else mem_id
 
     out: list[MemoryRecord] = []
     for rec in records:  # links are between facts (records.FACT_ONLY)
-        own_id = own(rec.table, rec.id)
+        mem_id = own(rec.table, rec.id)
         supersedes = own("facts", rec.supersedes) if rec.supersedes else rec.supersedes
         superseded_by = own("facts", rec.superseded_by) if rec.superseded_by else rec.superseded_by
-        if (own_id, supersedes, superseded_by) == (rec.id, rec.supersedes, rec.superseded_by):
+        if (mem_id, supersedes, superseded_by) == (rec.id, rec.supersedes, rec.superseded_by):
             out.append(rec)
         else:
-            out.append(replace(rec, id=own_id, supersedes=supersedes, superseded_by=superseded_by))
+            out.append(replace(rec, id=mem_id, supersedes=supersedes, superseded_by=superseded_by))
     return out
+
+
+def own_id(table: str, writer: Principal, mem_id: str) -> str:
+    """The id of its own that a write naming `mem_id`, a memory the writer cannot read, takes."""
+    return derive_id(table, f"{writer.agent}/{mem_id}")
 
 
 def _hidden(store: Store, schema: str, writer: Principal, ids: list[str]) -> set[str]:

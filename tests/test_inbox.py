@@ -188,6 +188,33 @@ def test_a_new_version_of_a_correction_shows_in_what_it_corrected_at_once(mounte
     assert "superseded_by: f-desk2/v2" in old.read_text(), old.read_text()
 
 
+def test_a_link_to_no_fact_is_refused_and_one_to_a_fact_of_the_same_file_is_kept(mounted: Mount,
+                                                                                   tmp_path: Path) -> None:
+    """Found 2026-12-07 by a soak: `supersedes: f-db-hots-2` (a typo) was stored as written, retired
+    nothing, and the close returned 0, so the old fact stayed current beside its correction unnoticed
+    (query/inbox_links.py)."""
+    def cp(name: str, text: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / name).write_text(text)
+        return sh(f"cp {tmp_path / name} inbox/", mounted.path)
+
+    assert cp("d2.md", "---\nid: f-dbx-2\n---\nThe dbx primary is db2.\n").returncode == 0
+    proc = cp("d4.md", "---\nid: f-dbx-4\nsupersedes: f-dbx-hots-2\n---\nThe dbx primary is db4.\n")
+    assert proc.returncode != 0 and "Invalid argument" in proc.stderr, proc.stderr
+    note = (mounted.path / "inbox" / ".rejected" / "d4.md").read_text()
+    assert "supersedes: f-dbx-hots-2: no fact you can read has this id" in note, note
+    assert not facts_named(mounted, "dbx-primary-is-db4")
+    assert sh("rm inbox/.rejected/d4.md", mounted.path).returncode == 0
+    assert cp("d4.md", "---\nid: f-dbx-4\nsupersedes: f-dbx-2\n---\nThe dbx primary is db4.\n").returncode == 0
+    assert facts_named(mounted, "dbx-primary-is-db4") and not facts_named(mounted, "dbx-primary-is-db2")
+    # a link to a fact written in the same file: there once the file is stored
+    lines = [{"type": "fact", "id": "f-dbx-6", "content": "The dbx primary is db6.", "supersedes": "f-dbx-5"},
+             {"type": "fact", "id": "f-dbx-5", "content": "The dbx primary is db5.", "supersedes": "f-dbx-4"}]
+    proc = cp("d56.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    assert proc.returncode == 0, proc.stderr
+    dbx = [n for n in os.listdir(mounted.path / "facts") if "dbx-primary" in n]
+    assert len(dbx) == 1 and "db6" in dbx[0], dbx
+
+
 def test_a_recall_right_after_a_write_names_its_turn_hits_files_in_the_tree(mounted: Mount) -> None:
     """Right after a write the daemon has not built the new generation's catalog, and a recall names its
     turn hits' files from those sessions' turns alone: each name must be the tree's file of that very
