@@ -410,7 +410,7 @@ def test_ingest_while_mounted_shows_at_once(fresh: Mount, tmp_path: Path) -> Non
     m = fresh.path
     pref_old = m / "facts" / "maya-prefers-short-commit-messages--f-pref.md"
     old_size = pref_old.stat().st_size
-    before = os.listdir(m / "recall" / "kangaroo deployment")
+    before = os.listdir(m / "recall" / "kangaroo pipeline")  # no word of it in the store yet
     assert sorted(before) == ["context.xml", "results.json"]
     index_before = front_matter(m / "index.md")
     transcript = m / "sessions" / "2026-06-01-ci" / "transcript.md"
@@ -433,7 +433,7 @@ def test_ingest_while_mounted_shows_at_once(fresh: Mount, tmp_path: Path) -> Non
     new_pref = m / "facts" / "maya-prefers-commit-messages-under-fifty--f-pref.md"
     assert new_pref.stat().st_size == len(new_pref.read_bytes()) != old_size
     assert sorted(os.listdir(m / "history" / "f-pref")) == ["v1.md", "v2.md"]
-    hits = [n for n in os.listdir(m / "recall" / "kangaroo deployment") if n.endswith(".md")]
+    hits = [n for n in os.listdir(m / "recall" / "kangaroo pipeline") if n.endswith(".md")]
     assert hits and "kangaroo" in hits[0]
     assert front_matter(m / "index.md")["facts"] == index_before["facts"] + 1
     after = transcript.read_text()
