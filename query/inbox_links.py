@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recallfs.query.gate import scope_clause
-from recallfs.query.inbox_scope import own_id
+from recallfs.query.inbox_scope import ids_held, own_id
 from recallfs.query.ingest import IngestError
 from recallfs.query.records import MemoryRecord
 from recallfs.query.store import Store
@@ -49,8 +48,4 @@ def _readable_fact_ids(store: Store, writer: Principal, ids: list[str]) -> set[s
     schema = store.partition(writer.org, writer.workspace)
     if schema is None or not ids:
         return set()
-    where, params = scope_clause(writer, schema, None, current_only=False)
-    return {str(mem_id) for (mem_id,) in store.cursor().execute(
-        f"""SELECT DISTINCT m.id FROM {schema}.facts m
-            WHERE m.id IN (SELECT unnest(?::VARCHAR[])) AND coalesce(({where}), false)""",
-        [ids, *params]).fetchall()}
+    return ids_held(store, schema, writer, ids, ("facts",), readable=True)

@@ -63,9 +63,17 @@ def own_id(table: str, writer: Principal, mem_id: str) -> str:
 
 def _hidden(store: Store, schema: str, writer: Principal, ids: list[str]) -> set[str]:
     """Ids of rows, any version, that exist in the writer's workspace but that it may not read."""
+    return ids_held(store, schema, writer, ids, MEMORY_TABLES, readable=False)
+
+
+def ids_held(store: Store, schema: str, writer: Principal, ids: list[str], tables: Sequence[str], *,
+             readable: bool) -> set[str]:
+    """Which of `ids` some row of `tables` (any version) has that the writer may read (`readable`), or
+    may not read (not `readable`): the gate's own clause decides."""
     where, params = scope_clause(writer, schema, None, current_only=False)
+    negate = "" if readable else "NOT "
     cur = store.cursor()
-    return {str(mem_id) for table in MEMORY_TABLES for (mem_id,) in cur.execute(
+    return {str(mem_id) for table in tables for (mem_id,) in cur.execute(
         f"""SELECT DISTINCT m.id FROM {schema}.{table} m
-            WHERE m.id IN (SELECT unnest(?::VARCHAR[])) AND NOT coalesce(({where}), false)""",
+            WHERE m.id IN (SELECT unnest(?::VARCHAR[])) AND {negate}coalesce(({where}), false)""",
         [ids, *params]).fetchall()}
