@@ -36,8 +36,15 @@ if TYPE_CHECKING:
 
 __all__ = ["ControlError", "ControlServer"]
 log = logging.getLogger("recallfs.mount.control")
-MAX_REQUEST = 2 << 20  # an inbox file (1 MiB by default) travels base64-encoded
+MAX_REQUEST = 2 << 20  # the least a request may take; an inbox file travels base64-encoded (max_request)
 READ_REQUEST_S = 60.0  # a client sends its one line as soon as it connects; do not wait on one forever
+
+
+def max_request(inbox_max_bytes: int) -> int:
+    """The largest request read: an inbox/ file of the largest size the mount takes, base64-encoded, with room
+    for the rest of its line. It was a fixed 2 MiB, so with RECALLFS_INBOX_MAX_BYTES raised past ~1.5 MiB a
+    large file's request was cut off and its writer told ENOTCONN, "whether it was stored is unknown"."""
+    return max(MAX_REQUEST, 4 * -(-inbox_max_bytes // 3) + (64 << 10))
 
 
 def _op_name(raw: bytes) -> str:
@@ -74,14 +81,14 @@ class ControlServer:
         try:
             async with stream:
                 uid = peer_of(stream.socket).uid
-                raw = b""
+                raw, limit = b"", max_request(self.settings.inbox_max_bytes)
                 with trio.move_on_after(READ_REQUEST_S):
                     while not raw.endswith(b"\n"):
                         chunk = await stream.receive_some(1 << 16)
                         if not chunk:
                             return
                         raw += chunk
-                        if len(raw) > MAX_REQUEST:
+                        if len(raw) > limit:
                             raise ControlError("request too large")
                 if not raw.endswith(b"\n"):
                     return

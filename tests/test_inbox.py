@@ -676,11 +676,42 @@ def test_a_daemon_killed_during_a_close_answers_enotconn(tmp_path: Path) -> None
                               text=True)
         # a loaded machine can take long to copy 2 MB through FUSE; a cp that ended first says how
         wait_until(lambda: _blocked_in_close(cp.pid) or cp.poll() is not None, timeout=180)
-        assert _blocked_in_close(cp.pid), f"cp not seen in close: returncode {cp.poll()}, syscall {_syscall(cp.pid)}"
+        if not _blocked_in_close(cp.pid):
+            ended = cp.poll()
+            err = cp.communicate(timeout=60)[1] if ended is not None else ""
+            note = mount.path / "inbox" / ".rejected" / "many.jsonl.md"
+            why = note.read_text() if note.exists() else ""
+            raise AssertionError(f"cp not seen in close: returncode {ended}, {err!r}, {why!r}")
         time.sleep(2)  # the daemon has the file (a wait, not a timed assertion)
         os.kill(daemon, signal.SIGKILL)
         _, err = cp.communicate(timeout=60)
         assert cp.returncode != 0 and "Transport endpoint is not connected" in err, err
+    finally:
+        stop_mount(mount)
+
+
+def facts_stored(mount: Mount) -> int:
+    return int(json.loads(mount.cli("status", "--json").stdout)["workspaces"]["acme/proj"]["facts"])
+
+
+def test_a_file_under_a_raised_inbox_limit_is_stored(tmp_path: Path) -> None:
+    """Found 2026-12-07: the daemon read at most 2 MiB of a request, and an inbox file travels to it
+    base64-encoded, so with RECALLFS_INBOX_MAX_BYTES raised past ~1.5 MiB a file within the limit was cut
+    off and its writer told ENOTCONN, "whether the file was stored is unknown" (it never was)."""
+    env = base_env(tmp_path, RECALLFS_INBOX_MAX_BYTES=str(4 << 20))
+    build_store(tmp_path, SAMPLE, env)
+    mount = start_mount(tmp_path, env)
+    try:
+        src = tmp_path / "big.jsonl"
+        src.write_text("".join(json.dumps({"type": "fact", "source_id": f"b{i}", "created_at": "2026-01-01",
+                                           "content": f"Big inbox fact {i} about the gannet ledger " + "x" * 60})
+                               + "\n" for i in range(15000)))
+        assert src.stat().st_size > 1_600_000
+        before = facts_stored(mount)
+        proc = subprocess.run(["cp", str(src), str(mount.path / "inbox" / "big.jsonl")], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert facts_stored(mount) == before + 15000
     finally:
         stop_mount(mount)
 
