@@ -32,6 +32,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from recallfs.evals.harness import run_cli
+    from recallfs.evals.eval_command import run_cli
 
     return run_cli(args)

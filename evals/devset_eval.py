@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from recallfs.evals import devsets
-from recallfs.evals.harness import EVAL_AGENT, EvalError, EvalSetup, Prepared, Question, UnitFn, subset
+from recallfs.evals.eval_setup import EvalSetup
+from recallfs.evals.questions import EVAL_AGENT, EvalError, Prepared, Question, UnitFn, subset
 from recallfs.evals.relevance import HitRef
 from recallfs.evals.store_cache import default_store_path, ensure_store, prune_cache
 from recallfs.query.importers.jsonl import parse_jsonl_text

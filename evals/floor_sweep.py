@@ -88,12 +88,13 @@ def _recall_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _measure(args: argparse.Namespace) -> dict[str, Any]:
-    from recallfs.evals import harness
+    from recallfs.evals.eval_setup import setup
+    from recallfs.evals.scoring import hit_refs
     from recallfs.evals.semantic_probe import load_semantic
     from recallfs.query import settings as settings_mod
     from recallfs.scope.principal import Principal
 
-    info, store = harness.setup(args.dataset, every=args.every)
+    info, store = setup(args.dataset, every=args.every)
     semantic, reason = load_semantic(settings_mod.resolve()) if args.arm != "lexical" else (None, "off")
     kwargs = _recall_kwargs(args)
     level = "turn" if args.dataset == "locomo" else "source"
@@ -102,7 +103,7 @@ def _measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for q in info.prepared.questions:
             result = recall(store, q.principal, q.query, semantic=semantic, **kwargs)
-            refs = harness.hit_refs(result)
+            refs = hit_refs(result)
             by_hit = dict(zip((id(h) for h in result.hits), refs, strict=True))
 
             def units(hit: Any, q: Any = q, m: dict[int, Any] = by_hit) -> list[str]:

@@ -8,8 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from recallfs.evals.harness import DEPTH, Prepared, aggregate, by_category, score_question, with_until
+from recallfs.evals.harness import DEPTH, with_until
 from recallfs.evals.plain_reference import REFERENCE_ARMS, PlainReference
+from recallfs.evals.questions import Prepared
+from recallfs.evals.scoring import aggregate, by_category, score_question
 from recallfs.query.store import Store
 
 

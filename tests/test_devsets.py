@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recallfs.evals import devset_eval, devsets, harness, metrics
+from recallfs.evals import devset_eval, devsets, eval_command, harness, metrics, questions, report_markdown
 from recallfs.evals.relevance import HitRef
 from recallfs.scope.principal import Principal
 
@@ -131,7 +131,7 @@ def test_mtbenchplus_conjunction_questions_count_both_topics(dev_dir: Path):
     assert {r["workspace"] for r in dev.records} == {"mtb/7"}
 
 
-Q = harness.Question(qid="q", principal=Principal("dev", "x", "eval"), query="?", relevant={})
+Q = questions.Question(qid="q", principal=Principal("dev", "x", "eval"), query="?", relevant={})
 
 
 @pytest.mark.parametrize("level, hit, units", [
@@ -207,15 +207,15 @@ def test_dataset_all_reports_a_missing_set_and_goes_on(dev_dir: Path, tmp_path: 
 
     shutil.rmtree(dev_dir / "realmem")
     monkeypatch.setattr(devsets, "DEV", dev_dir)
-    monkeypatch.setattr(harness, "ALL_SETS", ("realmem", "madial"))
+    monkeypatch.setattr(eval_command, "ALL_SETS", ("realmem", "madial"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     args = argparse.Namespace(dataset="all", data=None, store=None, every=None, limit=None, personas=None,
                               arm="lexical", ablate=False, write_baseline=None)
-    report = harness._run_all(args)
+    report = eval_command._run_all(args)
     assert report["sets"]["realmem"]["available"] is False
     assert "realmem data not found" in report["sets"]["realmem"]["reason"]
     assert report["sets"]["madial"]["arms"]["lexical"]["available"]
-    text = harness.markdown_all(report)
+    text = report_markdown.markdown_all(report)
     assert "### realmem\n\nunavailable: realmem data not found" in text and "### madial" in text
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recallfs.evals import harness
+from recallfs.evals import harness, report_markdown
 from recallfs.evals.variants import ARM_VARIANTS
 
 from conftest import run_cli
@@ -235,7 +235,7 @@ def test_markdown_of_an_ablation():
     figs = {"r@5": 0.5, "r@10": 0.75, "mrr": 0.4, "ndcg@10": 0.45}
     report = {"ablation": {"rows": [{"variant": "default pipeline", "turn": figs, "session": figs}],
                            "skipped": [{"variant": "rerank on", "reason": "recall() has no rerank toggle yet"}]}}
-    text = harness.markdown(report)
+    text = report_markdown.markdown(report)
     assert "| variant | turn R@5 | turn R@10 | turn MRR | turn nDCG@10 | session R@5 |" in text
     assert "| default pipeline | 0.500 | 0.750 | 0.400 | 0.450 | 0.500 | 0.750 | 0.400 | 0.450 |" in text
     assert "skipped: rerank on: recall() has no rerank toggle yet" in text

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from recallfs.evals import baseline, metrics, relevance
-from recallfs.evals.harness import Question, subset
+from recallfs.evals.questions import Question, subset
 from recallfs.evals.relevance import HitRef
 from recallfs.evals.variants import describe, unsupported_keywords
 from recallfs.query.query_syntax import RecallOptions
