@@ -96,7 +96,7 @@ def test_classic_mode_is_unchanged(tmp_path: Path) -> None:
 
 
 def test_a_cold_find_asks_for_each_listing_twice(tmp_path: Path) -> None:
-    """The floor under a cold walk (README, "Speed"): FUSE has no end-of-listing flag, so a directory
+    """The floor under a cold walk (developer-notes/speed-log.md): FUSE has no end-of-listing flag, so a directory
     whose listing fits one reply still costs two READDIRs, the second answered empty."""
     with mounted(TREE, "noopen", tmp_path / "mnt") as fs:
         _run("find", str(fs.path))
