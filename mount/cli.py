@@ -22,6 +22,8 @@ from typing import Any
 
 from recallfs.mount import cmd_lake, cmd_mount, cmd_recall, cmd_store
 from recallfs.mount.cli_errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, describe, say
+from recallfs.mount.cli_interrupts import Interrupts
+from recallfs.mount.cli_output import OutputError, discard_stdout, guard_streams
 
 BUILTIN: tuple[Callable[[Any], None], ...] = (cmd_store.register, cmd_recall.register, cmd_mount.register,
                                               cmd_lake.register)
@@ -48,11 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    guard_streams()
     try:
         code = _run(argv)
     except SystemExit as exc:  # argparse: --help (0), bad usage (2)
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except BrokenPipeError:
+        code = EXIT_ERROR
+    except OutputError as exc:  # raised while argparse wrote --help or its usage
+        say(_RUNNING[0], str(exc))
         code = EXIT_ERROR
     if not _flush_stdout():
         code = EXIT_ERROR
@@ -76,17 +82,34 @@ def joined_durations(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
+_RUNNING = [""]  # the command being run, for a message that comes after it returned (stdout's last flush)
+
+
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(joined_durations(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    args, extra = parser.parse_known_args(joined_durations(sys.argv[1:] if argv is None else argv))
+    if extra:  # argparse would print the top-level usage; the command's own says what it takes
+        _subparser(parser, args.command).error(f"unrecognized arguments: {' '.join(extra)}")
+    _RUNNING[0] = args.command
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if sys.stdout is None and args.command != "mount":  # `recallfs status >&-`: say so before doing anything
         say(args.command, "standard output is closed; send it somewhere (> FILE, or > /dev/null)")
         return EXIT_ERROR
+    interrupts = Interrupts() if args.command != "mount" else None  # the daemon keeps trio's own handling
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as exc:
+        if interrupts is not None and interrupts.seen:  # DuckDB turns Ctrl-C into its own error
+            return EXIT_INTERRUPTED
         message = describe(exc)
         if message is None:
             raise  # not an error the user can act on: a bug, with its traceback
@@ -103,10 +126,9 @@ def _flush_stdout() -> bool:
         return True
     except BrokenPipeError:
         pass
-    # Python flushes stdout once more at exit; give that flush somewhere harmless to go.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+    except OutputError as exc:  # a full disk under `recallfs status > FILE`: one line, exit 1
+        say(_RUNNING[0], str(exc))
+    discard_stdout()  # Python flushes stdout once more at exit; give that flush somewhere harmless to go
     return False
 
 

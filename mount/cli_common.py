@@ -90,7 +90,10 @@ def store_dir_ready(cfg: Settings) -> None:
     if path.parent.is_dir():
         return
     if path == Path(settings_mod.default_store()).expanduser() or is_lake(cfg.store):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # XDG_DATA_HOME names a file, or a place the caller may not write
+            raise CliError(f"cannot create the store's directory {path.parent}: {exc.strerror}") from None
         return
     raise CliError(f"cannot create the store {path}: no directory {path.parent} (only the default store's "
                    "directory is created for you)")

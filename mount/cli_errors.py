@@ -28,7 +28,7 @@ class CliError(Exception):
 # Classes are found through sys.modules, never imported here: an exception of a class means its module is
 # loaded, and `recallfs --help` must not import DuckDB or numpy.
 MESSAGES: tuple[tuple[str, str, str], ...] = (
-    ("recallfs.mount.cli_errors", "CliError", ""),
+    ("recallfs.mount.cli_errors", "CliError", ""),  # and its subclasses (cli_output.OutputError)
     ("recallfs.query.ingest", "IngestError", "ingest refused, nothing written: "),
     ("recallfs.query.ingest_file", "IndexRefreshError", ""),
     ("recallfs.query.settings", "SettingsError", ""),
@@ -51,7 +51,9 @@ def describe(exc: BaseException) -> str | None:
 
 
 def say(command: str, message: str) -> None:
+    if sys.stderr is None:  # `2>&-`: print(file=None) would write to stdout, into the command's output
+        return
     try:
-        print(f"recallfs {command}: {message}", file=sys.stderr)
+        print(f"recallfs {command}: {message}" if command else f"recallfs: {message}", file=sys.stderr)
     except (OSError, AttributeError):  # stderr closed or gone too: the exit code speaks alone
         pass

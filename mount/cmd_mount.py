@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 def cmd_mount(args: argparse.Namespace) -> int:
     from recallfs.mount.lifecycle import mount
     from recallfs.mount.mount_config import MountConfig
-    from recallfs.mount.registry import canonical
+    from recallfs.mount.registry import canonical, canonical_store
     from recallfs.mount.views import parse_uid_map
 
     cfg = resolve_settings(args)
@@ -56,7 +56,7 @@ def cmd_mount(args: argparse.Namespace) -> int:
         with open_store(cfg, create=True):  # this host's replica; the daemon replays the lake into it
             pass
     config = MountConfig(
-        mountpoint=canonical(args.mountpoint), store=canonical(store_path(cfg)), principal=principal_from(cfg),
+        mountpoint=canonical(args.mountpoint), store=canonical_store(store_path(cfg)), principal=principal_from(cfg),
         settings=cfg, foreground=args.foreground, ready_fd=args.ready_fd, uid_map=uid_map or None,
     )
     return mount(config)

@@ -19,6 +19,7 @@ from recallfs.mount.cli_common import (
     store_path,
 )
 from recallfs.mount.cli_errors import EXIT_OK, CliError
+from recallfs.mount.cli_output import note, stderr_is_tty
 from recallfs.query.lake_location import is_lake
 from recallfs.query.settings import Settings, chosen
 
@@ -117,7 +118,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _ingest_here(args: argparse.Namespace, cfg: Settings, store: Any, records: list[Any]) -> dict[str, Any]:
     bar = None
     progress = None
-    if sys.stderr.isatty() and not args.no_progress and len(records) > 200:
+    if stderr_is_tty() and not args.no_progress and len(records) > 200:
         from tqdm import tqdm
 
         bar = tqdm(total=len(records), unit="rec", desc="ingest", file=sys.stderr)
@@ -228,8 +229,8 @@ def cmd_policy(args: argparse.Namespace) -> int:
             set_policy(store, principal, policy)
             print(f"policy for {principal}: {policy.describe()}")
             if store.partition(principal.org, principal.workspace) is None:  # a typo shows here, not later
-                print(f"note: {principal.workspace_path} holds no memory yet; the policy applies to what is "
-                      "written there", file=sys.stderr)
+                note(f"note: {principal.workspace_path} holds no memory yet; the policy applies to what is "
+                     "written there")
         elif action == "show":
             policy, stored = get_policy(store, principal)
             print(f"policy for {principal}: {policy.describe()}{'' if stored else ' (default)'}")

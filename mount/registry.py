@@ -38,7 +38,11 @@ def _runtime_base() -> Path:
 
 def runtime_dir() -> Path:
     path = _runtime_base()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # XDG_RUNTIME_DIR names a file, or a place the caller may not write
+        raise RuntimeDirError(f"cannot use the runtime directory {path}: {exc.strerror}; set XDG_RUNTIME_DIR "
+                              "to a directory of your own") from None
     for directory in (path, path / "mounts"):
         _private_dir(directory)
     return path
@@ -51,6 +55,9 @@ def _private_dir(path: Path) -> None:
         path.mkdir(mode=0o700)
     except FileExistsError:
         pass
+    except OSError as exc:
+        raise RuntimeDirError(f"cannot use the runtime directory {path}: {exc.strerror}; set XDG_RUNTIME_DIR "
+                              "to a directory of your own") from None
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
         why = "it is a symbolic link" if stat.S_ISLNK(st.st_mode) else "it is not a directory"
@@ -65,7 +72,7 @@ def _private_dir(path: Path) -> None:
 
 
 def _key(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]  # a path of any bytes
 
 
 def canonical(path: str | Path) -> Path:
@@ -80,14 +87,22 @@ def log_path(mountpoint: Path) -> Path:
     return runtime_dir() / "mounts" / f"{_key(str(canonical(mountpoint)))}.log"
 
 
+def canonical_store(store: str | Path) -> Path:
+    """A store's path with symbolic links resolved: a daemon and its clients find one socket however
+    each names the file (found 2026-12-07: an ingest through a link to a mounted store waited 120 s for
+    the store's lock, then failed). Not for mount points: resolving one stats it, which a hung FUSE
+    mount would block."""
+    return Path(os.path.realpath(Path(store).expanduser()))
+
+
 def _beside(store: str | Path) -> Path | None:
-    store_path = canonical(store)
+    store_path = canonical_store(store)
     beside = store_path.with_name(store_path.name + ".sock")
     return beside if len(os.fsencode(str(beside))) <= SOCKET_PATH_MAX else None
 
 
 def _in_runtime_dir(store: str | Path) -> Path:
-    return runtime_dir() / f"{_key(str(canonical(store)))}.sock"
+    return runtime_dir() / f"{_key(str(canonical_store(store)))}.sock"
 
 
 def socket_path(store: str | Path) -> Path:

@@ -168,7 +168,7 @@ def apply_option(opts: RecallOptions, name: str, value: str, now: datetime) -> N
     The one place that reads option values: inline options and the CLI's flags both come here.
     """
     name = name.lower()
-    value = value.strip()
+    value = well_formed(value.strip())  # a flag's non-UTF-8 bytes, as an inline option's: U+FFFD
     if name not in _EXAMPLES:
         raise ValueError(f"unknown option {name}:")
     if not value and name != "recent":

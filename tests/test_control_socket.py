@@ -366,3 +366,23 @@ def test_a_plain_mount_keeps_a_0600_socket_and_its_owner_may_name_any_agent(plai
     assert who == "acme/proj as ops" and "f-audit" not in ids
     plain.cli("ingest", str(write_jsonl(plain.path.parent / "n.jsonl", [fact("p-9", "heron", id="f-heron")])))
     assert recall_ids(plain.cli("recall", "--format", "json", "heron"))[1] == {"f-heron"}
+
+
+@pytest.mark.mount
+@needs_fuse
+def test_a_link_to_a_mounted_store_reaches_its_daemon(plain: Mount, tmp_path: Path) -> None:
+    """Found 2026-12-07: `ingest --store LINK` to a mounted store waited 120 s for the store's lock and
+    failed ("held by another process"), and `mount` through the link blamed "an ingest or a recall"."""
+    link = tmp_path / "elsewhere" / "link.duckdb"
+    link.parent.mkdir()
+    link.symlink_to(plain.store)
+    env = {**plain.env, "RECALLFS_STORE": str(link)}
+    status = json.loads(run_cli("status", "--json", env=env, check=True).stdout)
+    assert status["held_by"] == "a mount daemon"
+    src = write_jsonl(tmp_path / "via-link.jsonl", [fact("p-10", "egret through a link", id="f-egret")])
+    proc = run_cli("ingest", str(src), env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert recall_ids(plain.cli("recall", "--format", "json", "egret"))[1] == {"f-egret"}
+    (tmp_path / "mnt2").mkdir()
+    again = run_cli("mount", str(tmp_path / "mnt2"), env=env, timeout=60)
+    assert again.returncode == 1 and f"already mounted at {plain.path}" in again.stderr, again.stderr
