@@ -6,12 +6,14 @@ The README documents all of them; a test fails when one is missing there.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from recallfs.query.query_syntax import MAX_K
 from recallfs.ranking.provenance import (
     DEFAULT_WEIGHTS,
     RANK_WEIGHTS,
@@ -45,10 +47,32 @@ class Setting:
             raise SettingsError(f"{self.env}={raw!r}: expected true or false")
         if kind in (int, float):
             try:
-                return kind(raw)
+                value = kind(raw)
             except ValueError:
                 raise SettingsError(f"{self.env}={raw!r}: expected a number") from None
+            return self.checked(value, raw)
         return raw
+
+    def checked(self, value: float, raw: object) -> Any:
+        """`value` if it is finite and within the setting's range (`RANGES`), else SettingsError."""
+        if not math.isfinite(value):  # float() reads "inf" and "nan"; neither is a setting, nor JSON
+            raise SettingsError(f"{self.env}={raw!r}: expected a finite number")
+        lo, hi = RANGES.get(self.name, (None, None))
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            span = f"at least {lo}" if hi is None else f"from {lo} to {hi}"
+            raise SettingsError(f"{self.env}={raw!r}: expected a number {span}")
+        return value
+
+
+_DAY_MS = 86_400_000
+# setting -> (least, most) for the numbers a range bounds; the stage settings are checked by StageConfig,
+# rrf_k and candidates also by Settings.ranking(). `k` is -k's and k:'s range.
+RANGES: dict[str, tuple[float, float | None]] = {
+    "k": (1, MAX_K), "rrf_k": (1, 1_000_000), "candidates": (1, 100_000),
+    "embed_timeout_ms": (0, _DAY_MS), "warm_timeout_ms": (0, _DAY_MS), "query_timeout_ms": (1, _DAY_MS),
+    "model_load_timeout_s": (0, 86_400), "serve_threads": (0, 1024), "max_rows": (1, 10_000_000),
+    "recall_ttl_s": (0, 86_400), "recall_runs_held": (1, 10_000_000), "inbox_max_bytes": (1, 1 << 30),
+}
 
 
 def default_store() -> str:

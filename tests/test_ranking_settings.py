@@ -89,6 +89,31 @@ def test_bad_stage_settings_are_named(env, message):
         resolve({}, env=env).ranking()
 
 
+@pytest.mark.parametrize(("env", "message"), [
+    # found 2026-12-07 by a CLI probe: RECALLFS_K=-5 returned 48 hits and a next page at offset 0 forever,
+    # RECALLFS_KIND_BONUS=inf printed "score": Infinity (not JSON), RECALLFS_HALF_LIFE_DAYS=nan passed "> 0"
+    ({"RECALLFS_K": "-5"}, "RECALLFS_K='-5': expected a number from 1 to 200"),
+    ({"RECALLFS_K": "0"}, "RECALLFS_K='0': expected a number from 1 to 200"),
+    ({"RECALLFS_K": "99999999999999999999999"}, "RECALLFS_K=.*from 1 to 200"),
+    ({"RECALLFS_KIND_BONUS": "inf"}, "RECALLFS_KIND_BONUS='inf': expected a finite number"),
+    ({"RECALLFS_HALF_LIFE_DAYS": "nan"}, "RECALLFS_HALF_LIFE_DAYS='nan': expected a finite number"),
+    ({"RECALLFS_MODEL_LOAD_TIMEOUT_S": "-inf"}, "expected a finite number"),
+    ({"RECALLFS_QUERY_TIMEOUT_MS": "-5"}, "RECALLFS_QUERY_TIMEOUT_MS='-5': expected a number from 1 to"),
+    ({"RECALLFS_SERVE_THREADS": "-1"}, "RECALLFS_SERVE_THREADS='-1'"),
+    ({"RECALLFS_INBOX_MAX_BYTES": "0"}, "RECALLFS_INBOX_MAX_BYTES='0'"),
+    ({"RECALLFS_RECALL_TTL_S": "-1"}, "RECALLFS_RECALL_TTL_S='-1'"),
+])
+def test_a_number_out_of_its_range_is_named_when_resolved(env, message):
+    with pytest.raises(ValueError, match=message):
+        resolve({}, env=env)
+
+
+@pytest.mark.parametrize("env", [{"RECALLFS_K": "200"}, {"RECALLFS_SERVE_THREADS": "0"},
+                                 {"RECALLFS_WARM_TIMEOUT_MS": "0"}, {"RECALLFS_RECALL_TTL_S": "0"}])
+def test_the_ends_of_a_range_are_taken(env):
+    resolve({}, env=env)
+
+
 def test_bad_number_is_named_when_resolved():
     with pytest.raises(ValueError, match="RECALLFS_MIN_SCORE='lots': expected a number"):
         resolve({}, env={"RECALLFS_MIN_SCORE": "lots"})
