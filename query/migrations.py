@@ -13,6 +13,7 @@ import numpy as np
 
 from recallfs.query.cursor import Cursor
 from recallfs.query.half_vectors import HALF_SQL, half_bits
+from recallfs.query.search_forms import refold_search_text
 from recallfs.query.stopwords import STOPWORDS
 
 MEMORY_TABLES = ("facts", "summaries", "turns")
@@ -208,8 +209,12 @@ def _labels(value: np.ndarray | str, n: int) -> np.ndarray:
 
 
 STORE_MIGRATIONS: list[Callable[[Cursor], None]] = [_store_v1, _store_v2, _store_v3]
+def _partition_v5(conn: Cursor, schema: str) -> None:
+    refold_search_text(conn, schema, MEMORY_TABLES)  # compatibility forms indexed as plain letters
+
+
 PARTITION_MIGRATIONS: list[Callable[[Cursor, str], None]] = [
-    _partition_v1, _partition_v2, _partition_v3, _partition_v4,
+    _partition_v1, _partition_v2, _partition_v3, _partition_v4, _partition_v5,
 ]
 STORE_VERSION = len(STORE_MIGRATIONS)
 PARTITION_VERSION = len(PARTITION_MIGRATIONS)

@@ -10,6 +10,7 @@ from typing import Any
 
 from recallfs.query.ids import MEMORY_ID_RULE, is_memory_id
 from recallfs.query.labels import label
+from recallfs.query.search_forms import searchable
 
 TYPE_TO_TABLE = {"fact": "facts", "summary": "summaries", "turn": "turns"}
 STATUSES = ("active", "superseded", "deleted")
@@ -87,7 +88,7 @@ class MemoryRecord:
             parts.append(f"({self.entity})")
         if self.tags:
             parts.append(" ".join(f"#{t}" for t in self.tags))
-        return " ".join(parts)
+        return searchable(" ".join(parts))
 
     def normalize_labels(self) -> str | None:
         """Put the labels in their stored form (query/labels.py). Returns the content hash the record had

@@ -28,6 +28,7 @@ RECORDS = [
     fact("f4", "Привет: the Russian locale uses Cyrillic strings"),
     fact("f5", "東京タワーで会議をしました"),
     fact("f6", "Use the C++ API for 100% of bindings; C# is out of scope"),
+    fact("f7", "ＰＲＯＭＥＴＨＥＵＳ staging runs on ２０２６ hardware; the ﬁrewall is set"),
     turn("s1", 0, "maya", "Where did we put the release checklist?"),
     turn("s1", 1, "atlas", "It is in docs/release.md, next to the changelog."),
 ]
@@ -85,6 +86,13 @@ def ids(result):
     ("東京タワー", "f5"),
     ("東京", "f5"),  # no spaces in the script: substring fallback
     ("release checklist", "s1#0"),
+    # compatibility forms (full-width letters and digits, a ligature) are indexed as their plain letters
+    # (query/search_forms.py); found 2026-12-07: not even the identical full-width query found f7
+    ("prometheus", "f7"),
+    ("ＰＲＯＭＥＴＨＥＵＳ", "f7"),
+    ("ｐｒｏｍｅｔｈｅｕｓ", "f7"),
+    ("firewall", "f7"),
+    ("2026 hardware", "f7"),
 ])
 def test_sensible_results(store, query, expected_top):
     result = recall(store, ME, query, arm="lexical")
@@ -115,7 +123,7 @@ def test_hostile_queries_never_crash(store, query):
     payload = result.as_json()
     json.dumps(payload)  # always serialisable
     # the store is intact afterwards
-    assert store.table_counts(store.schema_for(ME))["facts"] == 6
+    assert store.table_counts(store.schema_for(ME))["facts"] == 7
 
 
 def test_stopword_only_query_says_why(store):
@@ -370,3 +378,24 @@ def test_unspaced_scripts(term, expected):
     from recallfs.ranking.text import unspaced
 
     assert unspaced(term) is expected
+
+
+def test_a_partition_written_before_the_fold_is_refolded_and_reindexed(store_path):
+    """A store whose rows hold full-width text as written (partition v4): opening it for writing folds
+    their search text and rebuilds the tables' indexes, so the words are found without a re-ingest."""
+    with Store(store_path) as s:
+        ingest_records(s, _records(RECORDS), embedder=None)
+        schema = s.schema_for(ME)
+        cur = s.cursor()
+        cur.execute(f"UPDATE {schema}.facts SET search_text = content WHERE source_id = 'f7'")
+        cur.execute("UPDATE main.partitions SET schema_version = 4")
+        from recallfs.query.fts_freshness import rebuild_tables
+        rebuild_tables(s, [(schema, "facts")])
+        assert ids(recall(s, ME, "prometheus", arm="lexical")) == []  # as such a store answered
+    with Store(store_path) as s:
+        from recallfs.query.fts_freshness import repair_fts
+        assert [(x.table, x.rows_behind) for x in repair_fts(s)] == [("facts", 7)]  # what an open for writing runs
+        row = s.cursor().execute(f"SELECT search_text FROM {s.schema_for(ME)}.facts WHERE source_id = 'f7'").fetchone()
+        assert row is not None and row[0].startswith("PROMETHEUS staging runs on 2026 hardware; the firewall")
+        assert ids(recall(s, ME, "prometheus", arm="lexical"))[:1] == ["f7"]
+        assert ids(recall(s, ME, "firewall", arm="lexical"))[:1] == ["f7"]
