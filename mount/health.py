@@ -77,9 +77,16 @@ def index_state(repairs: Iterable[dict[str, Any]]) -> tuple[list[str], list[str]
         if repair["ok"]:
             notes.append(f"rebuilt the {name} index of {what} at {repair['at']} ({repair['why']})")
         else:
-            problems.append(f"the {name} index of {what} is unusable ({repair['why']}); `recallfs reindex` "
-                            "rebuilds it")
+            problems.append(_unrebuilt(index, name, what, str(repair["why"])))
     return problems, notes
+
+
+def _unrebuilt(index: str, name: str, what: str, why: str) -> str:
+    if index == "fts":  # its rows stay findable (query/fts_delta.py), and a write rebuilds what it touched
+        return (f"the full-text index of {what} could not be rebuilt ({why}); recall finds the rows it lacks "
+                "from an in-memory delta meanwhile, and the next write to that table or the mount's next start "
+                "rebuilds it")
+    return f"the {name} index of {what} is unusable ({why}); `recallfs reindex` rebuilds it"
 
 
 def store_problems(store: dict[str, Any]) -> tuple[list[str], list[str]]:

@@ -16,15 +16,18 @@ OWN_PART and leaves the rest here (found 2026-12-07: a one-line inbox write wait
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from recallfs.query.ingest import IngestReport
+from recallfs.query.ingest_file import IndexRefreshError
 
 log = logging.getLogger(__name__)
 BACKLOG_PART = 64  # rows embedded per turn at the writer: a write waits for one part (~0.3 s idle)
 OWN_PART = 512  # of a write's own rows, embedded before it returns
+RETRY_S = 60.0  # after a full disk stopped it, the loop tries again this often (and after each write)
 
 
 @dataclass(slots=True)
@@ -33,6 +36,7 @@ class VectorBacklog:
     embedded: int = 0
     finished_at: str | None = None
     failure: str | None = None
+    retry: bool = False  # the failure may pass by itself (a full disk): try again every RETRY_S
     wanted: Any = None  # trio.Event set by `wake`, waited on by `keep_embedding`
 
     def wake(self) -> None:
@@ -46,7 +50,8 @@ class VectorBacklog:
         # --map-uid mount embeds would tell one agent the size of another's private write. The log has them.
         if self.failure is not None:
             return ("some rows have no vectors, so the semantic arm misses them (embedding them failed: "
-                    f"{self.failure}); `recallfs reindex` embeds them"), None
+                    f"{self.failure}); " + ("the mount tries again every minute and after each write" if self.retry
+                                            else "the mount tries again after each write")), None
         if self.waiting:
             return ("embedding rows that have no vectors yet (left by an earlier ingest, or the rest of a large "
                     "one); until then only the lexical arm finds them"), None
@@ -83,7 +88,7 @@ async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, repl
         backlog.waiting = await trio.to_thread.run_sync(count_backlog, store)
         if not backlog.waiting and not replayed:
             return
-        backlog.failure = None  # a write woke this loop again: try again what failed before
+        backlog.failure, backlog.retry = None, False  # woken again (a write, the retry timer): try again
         await ops.refresh_health()
 
         first, parts = backlog.waiting, [0]
@@ -107,9 +112,12 @@ async def embed_backlog(ops: Any, embedder: Any, backlog: VectorBacklog, *, repl
             backlog.failure = getattr(embedder, "problem", None) or "the embedding model did not load in time"
         if backlog.embedded:
             log.info("embedded %d rows that had no vectors", backlog.embedded)
+    except IndexRefreshError as exc:  # a full disk: its cause, not the message meant for one ingest
+        log.warning("could not embed the rows left without vectors: %s; trying again in %d s", exc.short, RETRY_S)
+        backlog.failure, backlog.retry = exc.short, True
     except Exception as exc:
-        log.exception("could not embed the rows left without vectors; `recallfs reindex` embeds them")
-        backlog.failure = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        log.exception("could not embed the rows left without vectors; the next write tries again")
+        backlog.failure = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     await ops.refresh_health()
 
 
@@ -120,5 +128,6 @@ async def keep_embedding(ops: Any, embedder: Any, backlog: VectorBacklog) -> Non
     backlog.wanted = trio.Event()
     while True:
         await embed_backlog(ops, embedder, backlog)
-        await backlog.wanted.wait()
+        with trio.move_on_after(RETRY_S if backlog.retry else math.inf):
+            await backlog.wanted.wait()
         backlog.wanted = trio.Event()

@@ -107,10 +107,36 @@ def rebuild_tables(store: Store, tables: Iterable[tuple[str, str]]) -> None:
             build_fts(cur, schema, table)
 
 
-def record_repairs(repaired: Iterable[StaleIndex], *, ok: bool = True, problem: str = "") -> None:
+def record_failed_rebuilds(store: Store, tables: Iterable[tuple[str, str]], problem: str) -> None:
+    """An ingest committed its rows but could not rebuild these tables' indexes (a full disk): recorded
+    as failed repairs, so that a mount's health says so until one succeeds (record_rebuilt)."""
+    wanted = set(tables)
+    behind = [s for s in stale_fts(store, schemas={schema for schema, _ in wanted}, deferred=True)
+              if (s.schema, s.table) in wanted]
+    record_repairs(behind, ok=False, problem=problem, logged=False)  # the ingest's own error says it
+
+
+def record_rebuilt(store: Store, tables: Iterable[tuple[str, str]]) -> None:
+    """These tables' indexes were rebuilt: those whose last rebuild had failed are recorded as repaired."""
+    failed = {r.what for r in REPAIRS.latest_failed("fts")}
+    if not failed:
+        return
+    names = {str(s): f"{o}/{w}" for s, o, w in store.cursor().execute(
+        "SELECT schema_name, org, workspace FROM main.partitions").fetchall()}
+    for schema, table in tables:
+        what = f"{names.get(schema, schema)} {table}"
+        if what in failed:
+            log.warning("the full-text index of %s, whose rebuild had failed, is rebuilt", what)
+            REPAIRS.record(Repair("fts", what, "rebuilt after a rebuild that had failed", ok=True))
+
+
+def record_repairs(repaired: Iterable[StaleIndex], *, ok: bool = True, problem: str = "",
+                   logged: bool = True) -> None:
     """Log and record indexes that were found behind (and rebuilt, unless `ok` is False)."""
     for s in repaired:
-        if ok:
+        if not logged:
+            pass
+        elif ok:
             log.warning("the full-text index of %s %s was %s behind its table (an ingest stopped before "
                         "rebuilding it?); rebuilt", s.workspace, s.table, _rows(s.rows_behind))
         else:

@@ -17,7 +17,13 @@ import duckdb
 
 from recallfs.query import diskspace
 from recallfs.query.cursor import Cursor
-from recallfs.query.fts_freshness import rebuild_tables, record_repairs, stale_fts
+from recallfs.query.fts_freshness import (
+    rebuild_tables,
+    record_failed_rebuilds,
+    record_rebuilt,
+    record_repairs,
+    stale_fts,
+)
 from recallfs.query.importers import IMPORTERS
 from recallfs.query.ingest import IngestError, IngestReport, write_records
 from recallfs.query.records import MemoryRecord
@@ -33,7 +39,12 @@ Progress = Callable[[int, int], None]  # (done, total)
 
 class IndexRefreshError(RuntimeError):
     """The batch was written (committed), but the disk filled before its indexes were refreshed.
-    Not an IngestError: that one promises nothing was written."""
+    Not an IngestError: that one promises nothing was written. `short`: the cause alone, for a health
+    line that is not about one ingest."""
+
+    def __init__(self, message: str, short: str = "") -> None:
+        super().__init__(message)
+        self.short = short or message
 
 
 def load_file(path: Path, fmt: str, *, org: str, workspace: str, agent: str) -> list[MemoryRecord]:
@@ -106,14 +117,22 @@ def _rebuild_fts(store: Store, report: IngestReport, tables: list[tuple[str, str
                for schema, table in tables)
     need, free = diskspace.fts_need(text), diskspace.free_bytes(store.path.parent)
     if free < need:  # checked first: see diskspace.py
-        raise IndexRefreshError(_not_indexed(store, report, f"{diskspace.size(free)} free, rebuilding the "
-                                                            f"index needs about {diskspace.size(need)}"))
+        detail = f"{diskspace.size(free)} free, rebuilding the index needs about {diskspace.size(need)}"
+        record_failed_rebuilds(store, tables, _disk_full(store, detail))
+        raise IndexRefreshError(_not_indexed(store, report, detail), _disk_full(store, detail))
     try:
         rebuild_tables(store, tables)
     except (duckdb.Error, OSError) as exc:
         if not diskspace.is_disk_full(exc):
             raise
-        raise IndexRefreshError(_not_indexed(store, report, str(exc).splitlines()[0][:200])) from None
+        detail = str(exc).splitlines()[0][:200]
+        record_failed_rebuilds(store, tables, _disk_full(store, detail))
+        raise IndexRefreshError(_not_indexed(store, report, detail), _disk_full(store, detail)) from None
+    record_rebuilt(store, tables)  # a rebuild that had failed (health said so) is done now
+
+
+def _disk_full(store: Store, detail: str) -> str:
+    return f"the disk holding {store.path} is full ({detail})"
 
 
 def _not_indexed(store: Store, report: IngestReport, detail: str) -> str:
@@ -167,8 +186,8 @@ def embed_new_rows(
         missing = min(missing, limit)
     need, free = diskspace.vector_need(missing), diskspace.free_bytes(store.path.parent)
     if missing and free < need:
-        raise IndexRefreshError(_not_embedded(store, report, f"{diskspace.size(free)} free, {missing} vectors "
-                                                             f"need about {diskspace.size(need)}"))
+        detail = f"{diskspace.size(free)} free, {missing} vectors need about {diskspace.size(need)}"
+        raise IndexRefreshError(_not_embedded(store, report, detail), _disk_full(store, detail))
     try:
         with embed_bar(bar) as bar_progress:
             done = embed_missing(store, embedder, schemas=schemas, progress=progress or bar_progress, limit=limit,
@@ -176,7 +195,8 @@ def embed_new_rows(
     except (duckdb.Error, OSError) as exc:
         if not diskspace.is_disk_full(exc):
             raise
-        raise IndexRefreshError(_not_embedded(store, report, str(exc).splitlines()[0][:200])) from None
+        detail = str(exc).splitlines()[0][:200]
+        raise IndexRefreshError(_not_embedded(store, report, detail), _disk_full(store, detail)) from None
     except (ModelMissingError, EmbedderError) as exc:
         log.warning("memories stored without vectors (%s); the lexical arm finds them meanwhile, and "
                     "`recallfs reindex` or the next ingest embeds them", exc)
@@ -209,7 +229,7 @@ def _check_model(store: Store, embedder: Any) -> None:
 
 @contextmanager
 def embed_bar(enabled: bool) -> Iterator[Progress | None]:
-    if not enabled or not sys.stderr.isatty():
+    if not enabled or sys.stderr is None or not sys.stderr.isatty():  # None: stderr closed (`2>&-`)
         yield None
         return
     from tqdm import tqdm

@@ -45,6 +45,14 @@ class RepairLog:
         with self._lock:
             return list(self._recent)
 
+    def latest_failed(self, index: str) -> list[Repair]:
+        """The repairs of this kind of index whose latest record (per what) is a failure."""
+        latest: dict[str, Repair] = {}
+        for repair in self.recent():
+            if repair.index == index:
+                latest[repair.what] = repair
+        return [r for r in latest.values() if not r.ok]
+
 
 REPAIRS = RepairLog()  # every repair this process made
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fault_helpers import fill
+from mount_helpers import base_env, needs_fuse, start_mount, stop_mount
 
 from recallfs.query import diskspace
 from recallfs.query.store import Store
@@ -142,3 +143,36 @@ def test_disk_full_for_the_vectors_says_the_rows_are_in(tmp_path, cli, disk):
         schema = store.partition("acme", "proj")
         vectors = store.cursor().execute(f"SELECT count(*) FROM {schema}.vectors").fetchone()[0]
     assert vectors == 620
+
+
+@pytest.mark.mount
+@needs_fuse
+def test_an_inbox_write_whose_index_could_not_be_rebuilt_shows_in_health(tmp_path, cli, disk):
+    """Found 2026-12-07: through inbox/ the write was stored (close returned 0, as it should: the fact is
+    in) but health stayed ok and nothing said the full-text index was behind. Now health is degraded and
+    says why until a later write rebuilds the index."""
+    store_path = disk / "store.duckdb"
+    env = base_env(tmp_path, RECALLFS_STORE=str(store_path))
+    cli("ingest", str(write_jsonl(tmp_path / "seed.jsonl", SEED)), env=env, check=True)
+    mount = start_mount(tmp_path, env)
+    try:
+        assert mount.mount_info()["health"] == "ok"
+        filler = fill(disk, diskspace.write_need(10_000, len(SEED)) + (1 << 20))
+        (tmp_path / "zebra.md").write_text("The zebrafish telemetry moved to grafana\n")
+        proc = subprocess.run(["cp", str(tmp_path / "zebra.md"), str(mount.path / "inbox" / "zebra.md")],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        health = mount.mount_info()["health"]
+        assert health.startswith("degraded") and "full-text index of acme/proj facts could not be rebuilt" in health
+        assert f"the disk holding {store_path} is full" in health, health
+        assert "zebrafish" in mount.cli("recall", "zebrafish", "--arm", "lexical").stdout  # from the delta
+
+        filler.unlink()
+        (tmp_path / "heron.md").write_text("The heron camera feed is archived weekly\n")
+        subprocess.run(["cp", str(tmp_path / "heron.md"), str(mount.path / "inbox" / "heron.md")], check=True,
+                       timeout=120)
+        assert mount.mount_info()["health"] == "ok"
+    finally:
+        stop_mount(mount)
+    built, top = fts_watermark(store_path)
+    assert built == top

@@ -31,6 +31,7 @@ RESTARTED = "the inbox process was started again 1 time(s), last at 2026-11-28T0
     # rows left without vectors: degraded while the mount embeds them (or when it could not), then a note
     *[({"vectors": state}, "degraded" if state[0] else "ok", state[0], state[1]) for state in (
         VectorBacklog(waiting=3).state(), VectorBacklog(waiting=3, failure="no model").state(),
+        VectorBacklog(waiting=3, failure="the disk holding /s is full (1 MB free)", retry=True).state(),
         VectorBacklog(embedded=3, finished_at="2026-11-28T11:00:00").state())],
 ])
 def test_verdict(facts: dict[str, Any], state: str, problem: str | None, note: str | None) -> None:
@@ -41,3 +42,26 @@ def test_verdict(facts: dict[str, Any], state: str, problem: str | None, note: s
     if problem is not None:
         assert problem in got.line()
     assert (note in got.notes) if note else not any("inbox" in n or "vectors" in n for n in got.notes)
+
+
+def test_a_backlog_stopped_by_a_full_disk_says_its_cause_and_when_it_tries_again() -> None:
+    """Found 2026-12-07: the line was an ingest's message cut at 200 characters ("0 written, 0 unchanged ...
+    but no") and named `recallfs reindex`, which a mounted store refuses."""
+    problem, _ = VectorBacklog(waiting=3, failure="the disk holding /s is full (1 MB free)", retry=True).state()
+    assert problem is not None and problem.endswith(
+        "(embedding them failed: the disk holding /s is full (1 MB free)); the mount tries again every minute "
+        "and after each write")
+    assert "reindex" not in problem
+
+
+def test_an_fts_rebuild_that_failed_says_the_rows_are_still_found() -> None:
+    from recallfs.mount.health import index_state
+
+    failed = {"index": "fts", "what": "acme/proj facts", "why": "1 row behind; rebuild failed: disk full",
+              "ok": False, "at": "t"}
+    problems, _ = index_state([failed])
+    assert problems == ["the full-text index of acme/proj facts could not be rebuilt (1 row behind; rebuild "
+                        "failed: disk full); recall finds the rows it lacks from an in-memory delta meanwhile, "
+                        "and the next write to that table or the mount's next start rebuilds it"]
+    problems, notes = index_state([failed, {**failed, "ok": True, "why": "rebuilt after a rebuild that had failed"}])
+    assert problems == [] and notes
