@@ -26,9 +26,11 @@ def xml_chars(text: str) -> str:
     return _NOT_XML.sub(_xml_standin, text)
 
 
-# What a terminal obeys rather than shows: C0 controls (ESC starts a sequence, BEL rings), DEL, C1 (CSI).
-# Tab and newline are layout, and text wraps them as spaces anyway.
-_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What a terminal obeys rather than shows: C0 controls (ESC starts a sequence, BEL rings), DEL, C1 (CSI),
+# and the bidirectional controls (U+202E turns the rest of a line around: a memory could make its text
+# read as something else, as "Trojan Source" does to code). Tab and newline are layout, and text wraps
+# them as spaces anyway.
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def escaped_controls(text: str) -> str:

@@ -45,6 +45,9 @@ def test_xml_and_file_names_show_a_control_by_the_same_picture() -> None:
     ("cr\r vt\x0b us\x1f", "cr\\r vt\\x0b us\\x1f"),
     ("tab\tnl\n", "tab\tnl\n"),  # layout: text wraps them as spaces
     ("non\ufffe", "non\ufffe"),  # not a control: a terminal shows it
+    # bidi controls reorder what a terminal shows (found 2026-12-07: U+202E reached it raw)
+    ("pay \u202eusd 001\u202c now", "pay \\u202eusd 001\\u202c now"),
+    ("\u2066a\u2069 \u200f \u061c", "\\u2066a\\u2069 \\u200f \\u061c"),
 ])
 def test_escaped_controls(text: str, shown: str) -> None:
     assert escaped_controls(text) == shown
