@@ -75,7 +75,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     from recallfs.mount.lifecycle import mount_status
 
     cfg = resolve_settings(args)
-    info: dict[str, Any] = {"store": mask_secrets(str(cfg.store)), "exists": store_path(cfg).exists()}
+    # absolute, as each mount's `store` is, so that a script can match them (`--store rel.duckdb`)
+    shown = mask_secrets(str(cfg.store)) if is_lake(cfg.store) else os.path.abspath(store_path(cfg))
+    info: dict[str, Any] = {"store": shown, "exists": store_path(cfg).exists()}
     problem = None
     if info["exists"]:
         try:  # a mounted store is held by its daemon: ask it
