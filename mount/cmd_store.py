@@ -20,6 +20,7 @@ from recallfs.mount.cli_common import (
 )
 from recallfs.mount.cli_errors import EXIT_OK, CliError
 from recallfs.mount.cli_output import note, stderr_is_tty
+from recallfs.mount.staged_input import staged_input
 from recallfs.query.lake_location import is_lake
 from recallfs.query.settings import Settings, chosen
 
@@ -33,7 +34,7 @@ def register(sub: Any) -> None:
     store_args(p)
     p.add_argument("--format", default="jsonl", choices=["jsonl", "locomo"], help="importer (default jsonl)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the file; - (or a pipe) reads standard input")
     p.set_defaults(run=cmd_ingest)
 
     p = sub.add_parser("reindex", help="rebuild the full-text indexes; re-embed memories with the configured model; "
@@ -97,6 +98,11 @@ def _ingest_principal(args: argparse.Namespace, cfg: Settings) -> tuple[str, str
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    with staged_input(args.file) as path:
+        return _ingest(argparse.Namespace(**{**vars(args), "file": path}))
+
+
+def _ingest(args: argparse.Namespace) -> int:
     from recallfs.mount import control_client as control
     from recallfs.query.ingest_file import load_file
 

@@ -108,3 +108,19 @@ def test_ctrl_c_is_130_wherever_it_lands(tmp_path, store_env):
         assert proc.returncode in (0, 130), (delay, proc.returncode, err)
         codes.append(proc.returncode)
     assert 130 in codes
+
+
+@pytest.mark.parametrize("how", ["dash", "dev-stdin"])
+def test_ingest_reads_a_pipe(store_env, how):
+    """`... | recallfs ingest -` (was "-: no such file") and `/dev/stdin`; twice writes nothing twice."""
+    line = json.dumps(fact("piped", "the pelican feeder is refilled on Mondays")) + "\n"
+    argv = ("ingest", "-" if how == "dash" else "/dev/stdin")
+    first = subprocess.run([str(RECALLFS), *argv], input=line, capture_output=True, text=True,
+                           env={**os.environ, **store_env}, timeout=300)
+    assert first.returncode == 0 and "1 written" in first.stdout, first.stderr
+    again = subprocess.run([str(RECALLFS), *argv], input=line, capture_output=True, text=True,
+                           env={**os.environ, **store_env}, timeout=300)
+    assert again.returncode == 0 and "0 written" in again.stdout and "1 unchanged" in again.stdout
+    hits = json.loads(run_cli("recall", "pelican", "--arm", "lexical", "--format", "json", env=store_env,
+                              check=True).stdout)["hits"]
+    assert [h["source_id"] for h in hits] == ["piped"]

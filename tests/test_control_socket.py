@@ -30,7 +30,7 @@ import pytest
 from mount_helpers import Mount, needs_fuse, request_as, run_cli_as, stop_mount, wait_until
 from test_scope_leaks import ensure_user, needs_users
 
-from conftest import fact, run_cli, write_jsonl
+from conftest import RECALLFS, fact, run_cli, write_jsonl
 
 NOBODY = 65534
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the impostor runs as another uid")
@@ -386,3 +386,15 @@ def test_a_link_to_a_mounted_store_reaches_its_daemon(plain: Mount, tmp_path: Pa
     (tmp_path / "mnt2").mkdir()
     again = run_cli("mount", str(tmp_path / "mnt2"), env=env, timeout=60)
     assert again.returncode == 1 and f"already mounted at {plain.path}" in again.stderr, again.stderr
+
+
+@pytest.mark.mount
+@needs_fuse
+def test_a_piped_ingest_reaches_a_mounted_store(plain: Mount) -> None:
+    """The daemon reads the file an ingest names: a pipe is staged to a file first (/dev/stdin would name
+    the daemon's own input)."""
+    line = json.dumps(fact("p-11", "a piped ibis sighting", id="f-ibis")) + "\n"
+    proc = subprocess.run([str(RECALLFS), "ingest", "-"], input=line,
+                          capture_output=True, text=True, env={**os.environ, **plain.env}, timeout=120)
+    assert proc.returncode == 0 and "through the mount daemon" in proc.stdout, proc.stdout + proc.stderr
+    assert recall_ids(plain.cli("recall", "--format", "json", "ibis"))[1] == {"f-ibis"}
