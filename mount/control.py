@@ -99,7 +99,8 @@ class ControlServer:
                 except Exception as exc:
                     log.exception("control request failed")
                     self.ops.stats.unexpected_error(f"control {_op_name(raw)}", exc)
-                    reply = {"ok": False, "error": f"internal error in the daemon ({type(exc).__name__}: {exc}); "
+                    first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""  # one line: the CLI's
+                    reply = {"ok": False, "error": f"internal error in the daemon ({type(exc).__name__}: {first}); "
                              "see its log"}
                 await stream.send_all(json.dumps(reply, default=str).encode() + b"\n")
         except (trio.BrokenResourceError, trio.ClosedResourceError, ControlError, ValueError):
@@ -157,7 +158,8 @@ class ControlServer:
         own_part = OWN_PART if self.backlog is not None and self.backend.kind == "file" else None
         try:
             report = await self.ops.write_store(
-                lambda: self.backend.ingest(store, load(), embedder=embedder, own_part=own_part))
+                lambda: self.backend.ingest(store, load(), embedder=embedder, own_part=own_part),
+                refuse=getattr(self.backend, "stalled", None))  # a hung lake: refused now, not after it
         except DiskFullError as exc:
             raise ControlError(f"ingest refused, nothing written: {exc}", code="ENOSPC") from None
         except IngestError as exc:

@@ -238,9 +238,11 @@ class MountOps(RefusesWrites, pyfuse3.Operations):
         raise pyfuse3.FUSEError(errno.ENOSYS)
 
     # -- changes from outside the request path (control socket, semantic warm-up): mount/upkeep.py --
-    async def write_store(self, fn: Callable[[], T], *, also: Sequence[MountOps] = ()) -> T:
-        """Run a store write, then invalidate what it changed here and in the views `also`."""
-        return await self.upkeep.write_store(fn, also=[view.upkeep for view in also])
+    async def write_store(self, fn: Callable[[], T], *, also: Sequence[MountOps] = (),
+                          refuse: Callable[[], str | None] | None = None) -> T:
+        """Run a store write, then invalidate what it changed here and in the views `also` (`refuse`:
+        Upkeep.write_store)."""
+        return await self.upkeep.write_store(fn, also=[view.upkeep for view in also], refuse=refuse)
 
     async def invalidate(self, deps: Iterable[Dep]) -> int:
         return await self.upkeep.invalidate(deps)

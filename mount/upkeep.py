@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -33,6 +34,7 @@ T = TypeVar("T")
 # the daemon with it, until memory pressure: 6,000 queries held 21,000 inodes and 190 MB. Past
 # `recall_runs_held` runs held, the kernel is asked to drop the ones nothing uses, at most this often.
 PRUNE_EVERY_S = 1.0
+WRITER_RECHECK_S = 0.5  # a write given `refuse` asks it again this often while it waits for the writer
 
 
 def _invalidate(listings: Iterable[int], stale: Iterable[tuple[int, str]]) -> None:
@@ -92,25 +94,45 @@ class Upkeep:
                 "last_change": self.last_change, "health": self.verdict()}
 
     # -- store writes --------------------------------------------------------------------------------
-    async def write_store(self, fn: Callable[[], T], *, also: Sequence[Upkeep] = ()) -> T:
+    async def write_store(self, fn: Callable[[], T], *, also: Sequence[Upkeep] = (),
+                          refuse: Callable[[], str | None] | None = None) -> T:
         """Run a store write in the writer thread, then invalidate what it changed (here and in the
-        other views of the same mount, `also`).
+        other views of the same mount, `also`). `refuse`: asked before the write and while it waits for
+        the writer; a reason refuses it (StoreError) instead of waiting (a lake that hangs mid-replay
+        holds the writer for as long as it hangs).
 
         Called from the control channel, never from a request handler, so kernel invalidation here
         cannot deadlock against the request that would have to finish first."""
-        async with self.write_lock:
-            before = await self.run(self.browser.state)
-            generation = self.store.generation
-            result: Any = None
-            try:
-                # An ingest is idempotent, so one that an invalidated database cut short is run again.
-                result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
-                return result
-            finally:
-                # Also after a failure that came after the commit (a full disk at the index rebuild):
-                # the rows are in, and the kernel must not keep serving the old names.
-                if self.store.generation != generation:
-                    await self._invalidate_changes(before, getattr(result, "written_rids", {}), also)
+        await self._take_writer(refuse)
+        try:
+            return await self._write_held(fn, also)
+        finally:
+            self.write_lock.release()
+
+    async def _take_writer(self, refuse: Callable[[], str | None] | None) -> None:
+        from recallfs.query.store import StoreError
+
+        while True:
+            why = refuse() if refuse is not None else None
+            if why is not None:
+                raise StoreError(f"{why}; nothing was written")
+            with trio.move_on_after(WRITER_RECHECK_S if refuse is not None else math.inf):
+                await self.write_lock.acquire()
+                return
+
+    async def _write_held(self, fn: Callable[[], T], also: Sequence[Upkeep]) -> T:
+        before = await self.run(self.browser.state)
+        generation = self.store.generation
+        result: Any = None
+        try:
+            # An ingest is idempotent, so one that an invalidated database cut short is run again.
+            result = await trio.to_thread.run_sync(self.store.consistent, fn, limiter=self.write_limiter)
+            return result
+        finally:
+            # Also after a failure that came after the commit (a full disk at the index rebuild):
+            # the rows are in, and the kernel must not keep serving the old names.
+            if self.store.generation != generation:
+                await self._invalidate_changes(before, getattr(result, "written_rids", {}), also)
 
     async def _invalidate_changes(self, before: Any, written: dict[str, Any], also: Sequence[Upkeep]) -> None:
         changed: set[int] = await self.run(self.browser.heads_changed_since, before)

@@ -204,9 +204,9 @@ class UidViews(RefusesWrites, pyfuse3.Operations):
     async def _sync(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.views[0]._sync(fn, *args)
 
-    async def write_store(self, fn: Callable[[], T]) -> T:
+    async def write_store(self, fn: Callable[[], T], *, refuse: Callable[[], str | None] | None = None) -> T:
         """One write; every view drops what it changed."""
-        return await self.views[0].write_store(fn, also=self.views[1:])
+        return await self.views[0].write_store(fn, also=self.views[1:], refuse=refuse)
 
     async def refresh_semantic(self) -> None:
         for view in self.views:

@@ -149,11 +149,11 @@ class LakeBackend:
         """Commit the records that would change the store to the lake as one batch, then replay the lake
         here. Unchanged records are not appended, so re-ingesting a file does not grow the lake. The batch
         brings its vectors (every host reads them), so it is embedded whole: `own_part` does not apply."""
-        from recallfs.query.lake import LakeUnavailable, new_batch_id
+        from recallfs.query.lake import CommitUnknown, LakeUnavailable, new_batch_id
 
         batch = new_batch_id()
         stalled = self.stalled()
-        if stalled is not None:  # the poll holds the lake's connection: this would wait as long as it does
+        if stalled is not None:  # a call holds the lake's connection: this would wait as long as it does
             raise LakeUnavailable(f"{stalled}; nothing was written")
         try:
             self._catch_up(store, None)
@@ -161,6 +161,8 @@ class LakeBackend:
             if fresh:
                 vectors = embed_records(embedder, fresh)  # only this host embeds the batch
                 self._call(store, lambda: self.lake.append_records(fresh, batch, vectors))
+        except CommitUnknown:
+            raise
         except LakeUnavailable as exc:
             raise LakeUnavailable(f"{exc}; nothing was written") from None
         try:
@@ -199,11 +201,13 @@ class LakeBackend:
             self.polling_since = None
 
     def stalled(self) -> str | None:
-        """Why the lake counts as down though no query failed: the poll's one small catalog query has
-        waited STALL_S or more (found 2026-12-07: a PostgreSQL that hangs, unlike one that is stopped,
-        fails nothing, so health said ok while an inbox write waited 600 s for an answer)."""
-        since = self.polling_since
-        waited = time.monotonic() - since if since is not None else 0.0
+        """Why the lake counts as down though no query failed: the poll's one small catalog query, or any
+        other call to the lake (a replay's reads, a commit), has waited STALL_S or more (found 2026-12-07: a
+        PostgreSQL that hangs, unlike one that is stopped, fails nothing, so health said ok while an inbox
+        write waited 600 s for an answer; and a hang during a replay, which holds the writer, was missed
+        until every call counted)."""
+        starts = [s for s in (self.polling_since, getattr(self.lake, "busy_since", None)) if s is not None]
+        waited = time.monotonic() - min(starts) if starts else 0.0
         if waited < STALL_S:
             return None
         return (f"the shared lake has not answered for {waited:.0f} s (a query to its catalog is still "

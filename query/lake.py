@@ -56,6 +56,21 @@ class LakeUnavailable(StoreError):
     """The lake's catalog (PostgreSQL) or data path cannot be reached; the message says which and why."""
 
 
+class CommitUnknown(LakeUnavailable):
+    """The connection was lost during a commit: the batch may or may not be in the lake."""
+
+
+# libpq's words for a connection that went away, which DuckDB raises as a TransactionException at COMMIT,
+# the class a conflict with another host also has
+_CONNECTION_LOST = ("server closed the connection", "connection to server", "could not send", "could not receive",
+                    "terminating connection", "no connection to the server", "connection is closed")
+
+
+def lost_connection(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(words in text for words in _CONNECTION_LOST)
+
+
 @dataclass(slots=True)
 class LakeBatch:
     """One ingest's records, or one policy change, as committed in one lake snapshot."""
@@ -99,6 +114,7 @@ class Lake:
         self.location = location
         self._lock = threading.Lock()
         self._conn: duckdb.DuckDBPyConnection | None = None
+        self.busy_since: float | None = None  # monotonic start of the lake call in flight (backend.stalled)
 
     # -- connection -------------------------------------------------------------------------------
     def _attach_string(self) -> str:
@@ -125,18 +141,29 @@ class Lake:
         return conn
 
     @contextmanager
-    def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _connection(self, *, conflicts: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The lake's connection, one call at a time. `conflicts`: a TransactionException that is not a lost
+        connection passes through (a commit retries on a conflict with another host); anywhere else it is
+        the catalog failing (found 2026-12-07: PostgreSQL stopped during a replay's read raised it, and the
+        ingest that had committed was reported as an internal error)."""
         with self._lock:
-            if self._conn is None:
-                self._conn = self._connect()
+            self.busy_since = time.monotonic()
             try:
+                if self._conn is None:
+                    self._conn = self._connect()
                 yield self._conn
-            except duckdb.TransactionException:
-                raise
+            except duckdb.TransactionException as exc:
+                if conflicts and not lost_connection(exc):
+                    raise
+                self._drop()
+                raise LakeUnavailable(f"the lake's catalog ({self.location.catalog_host()}) failed: "
+                                      f"{why_unreachable(exc)}") from None
             except duckdb.Error as exc:
                 self._drop()
                 raise LakeUnavailable(f"the lake's catalog ({self.location.catalog_host()}) failed: "
                                       f"{why_unreachable(exc)}") from None
+            finally:
+                self.busy_since = None
 
     def _drop(self) -> None:
         if self._conn is not None:
@@ -221,12 +248,21 @@ class Lake:
             inserts.append((f"INSERT INTO lake.{table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM "
                             f"read_json(?, format='newline_delimited', columns={{{spec}}})", path))
         for attempt in range(COMMIT_RETRIES + 1):
-            with self._connection() as conn:
+            with self._connection(conflicts=True) as conn:
                 try:
                     conn.execute("BEGIN TRANSACTION")
                     for sql, path in inserts:
                         conn.execute(sql, [path])
-                    conn.execute("COMMIT")
+                    try:
+                        conn.execute("COMMIT")
+                    except duckdb.Error as exc:
+                        if lost_connection(exc):  # it may have landed: neither "written" nor "nothing written"
+                            self._drop()
+                            raise CommitUnknown(
+                                f"the connection to the lake's catalog ({self.location.catalog_host()}) was lost "
+                                f"during the commit ({why_unreachable(exc)}); whether the batch was written is "
+                                "unknown: run it again once the lake answers (it writes nothing twice)") from None
+                        raise
                     return _snapshot_id(conn)
                 except duckdb.TransactionException:
                     _rollback(conn)

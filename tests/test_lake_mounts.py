@@ -179,6 +179,37 @@ def test_a_postgres_that_hangs_degrades_the_mount_and_refuses_writes(
     assert recall_ids(a, "hung pier")
 
 
+def test_a_postgres_that_hangs_during_a_write_refuses_the_writes_queued_behind_it(
+        hosts: tuple[Mount, Mount], lake: LakeSpec, tmp_path: Path) -> None:
+    """Found 2026-12-07: a hang that caught a write (or a replay) inside the writer held it there while
+    every later write queued behind it for up to 600 s, and health said ok: only the poll's own query was
+    timed. Now any lake call that has waited STALL_S degrades the mount, and a queued write is refused."""
+    a, _ = hosts
+    first = write_jsonl(tmp_path / "first.jsonl", [fact("q1", "the quay crane was serviced")])
+    note = tmp_path / "queued.md"
+    note.write_text("the queued barge waits at the lock\n")
+    pg_signal(lake.cluster, signal.SIGSTOP)
+    held = None
+    try:
+        held = subprocess.Popen([str(RECALLFS), "ingest", str(first)], env={**os.environ, **a.env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # its lake call is in the writer now, waiting on the stopped server
+        t0 = time.monotonic()
+        proc = subprocess.run(["cp", str(note), str(a.path / "inbox" / "queued.md")], capture_output=True,
+                              text=True, timeout=120)
+        waited = time.monotonic() - t0
+        assert proc.returncode != 0 and "Read-only file system" in proc.stderr, proc
+        assert waited < 60, waited
+        assert "has not answered" in (a.path / "inbox" / ".rejected" / "queued.md").read_text()
+        assert "has not answered" in str(health(a)["store"]["stale"])
+    finally:
+        pg_signal(lake.cluster, signal.SIGCONT)
+    _, err = held.communicate(timeout=120)
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert wait_until(lambda: health(a)["store"]["stale"] is None, timeout=60)
+    assert not recall_ids(a, "queued barge")  # the refused write stored nothing
+
+
 def test_hosts_with_the_semantic_arm(lake: LakeSpec, tmp_path: Path) -> None:
     """Both daemons load the model; a batch ingested through A's daemon is embedded there and recalled on
     B by both arms (the daemon's start embeds what it replayed, on its writer thread)."""
