@@ -283,5 +283,6 @@ def _lake_policy(cfg: Settings, principal: Any, policy: Any) -> int:
     finally:
         backend.close()
     what = policy.describe() if policy is not None else "removed; the default applies"
-    print(f"policy for {principal}: {what} (committed to the lake: every host's mount applies it within a second)")
+    print(f"policy for {principal}: {what} (committed to the lake: each host's mount applies it at its next poll, "
+          "twice a second, then drops what the kernel cached: a few seconds on a large, busy mount)")
     return EXIT_OK
