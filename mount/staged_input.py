@@ -1,13 +1,11 @@
-"""`recallfs ingest -` and `... | recallfs ingest /dev/stdin`: a pipe becomes a private temporary file for the
-length of the command. An ingest through a mount hands the daemon a path to read, and a pipe's path
-(/dev/stdin, /proc/self/fd/0) would name the daemon's own input there; an importer also reads its file
-more than once (its size, then its lines)."""
+"""`recallfs ingest -` and `... | recallfs ingest /dev/stdin`: standard input becomes a private temporary file
+for the length of the command. An ingest through a mount hands the daemon a path to read, and a path to
+this process's descriptor (/dev/stdin, /proc/self/fd/0) would name the daemon's own input there."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -16,12 +14,12 @@ from pathlib import Path
 
 
 def _is_stream(path: Path) -> bool:
-    if str(path) == "-":
+    """`-`, or a path that names this process's own descriptor (/dev/stdin, /dev/fd/N, bash's <(...)),
+    which means something else in the daemon. A named FIFO is a path the daemon can open itself."""
+    text = str(path)
+    if text == "-" or text == "/dev/stdin" or text.startswith(("/dev/fd/", "/proc/self/")):
         return True
-    try:
-        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError:  # missing: the importer says so
-        return False
+    return os.path.realpath(text).startswith("/proc/")  # /dev/stdin by another link, /proc/<pid>/fd/N
 
 
 @contextmanager

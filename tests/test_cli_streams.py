@@ -110,6 +110,14 @@ def test_ctrl_c_is_130_wherever_it_lands(tmp_path, store_env):
     assert 130 in codes
 
 
+def test_ingest_reads_a_process_substitution(store_env, tmp_path):
+    """bash's <(...) names /dev/fd/63, this process's own descriptor."""
+    src = write_jsonl(tmp_path / "src.jsonl", [fact("subst", "the osprey nest has two chicks")])
+    proc = subprocess.run(["bash", "-c", f'"{RECALLFS}" ingest <(cat "{src}")'], capture_output=True, text=True,
+                          env={**os.environ, **store_env}, timeout=300)
+    assert proc.returncode == 0 and "1 written" in proc.stdout, proc.stderr
+
+
 @pytest.mark.parametrize("how", ["dash", "dev-stdin"])
 def test_ingest_reads_a_pipe(store_env, how):
     """`... | recallfs ingest -` (was "-: no such file") and `/dev/stdin`; twice writes nothing twice."""
