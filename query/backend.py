@@ -206,7 +206,7 @@ class LakeBackend:
         PostgreSQL that hangs, unlike one that is stopped, fails nothing, so health said ok while an inbox
         write waited 600 s for an answer; and a hang during a replay, which holds the writer, was missed
         until every call counted)."""
-        starts = [s for s in (self.polling_since, getattr(self.lake, "busy_since", None)) if s is not None]
+        starts = [s for s in (self.polling_since, self.lake.busy_since) if s is not None]
         waited = time.monotonic() - min(starts) if starts else 0.0
         if waited < STALL_S:
             return None

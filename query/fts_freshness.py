@@ -134,16 +134,19 @@ def record_repairs(repaired: Iterable[StaleIndex], *, ok: bool = True, problem: 
                    logged: bool = True) -> None:
     """Log and record indexes that were found behind (and rebuilt, unless `ok` is False)."""
     for s in repaired:
-        if not logged:
-            pass
-        elif ok:
-            log.warning("the full-text index of %s %s was %s behind its table (an ingest stopped before "
-                        "rebuilding it?); rebuilt", s.workspace, s.table, _rows(s.rows_behind))
-        else:
-            log.error("the full-text index of %s %s is %s behind its table and could not be rebuilt: %s",
-                      s.workspace, s.table, _rows(s.rows_behind), problem)
+        if logged:
+            _log_repair(s, ok, problem)
         why = f"{_rows(s.rows_behind)} behind" + ("" if ok else f"; rebuild failed: {problem}")
         REPAIRS.record(Repair("fts", f"{s.workspace} {s.table}", why, ok=ok))
+
+
+def _log_repair(s: StaleIndex, ok: bool, problem: str) -> None:
+    if ok:
+        log.warning("the full-text index of %s %s was %s behind its table (an ingest stopped before "
+                    "rebuilding it?); rebuilt", s.workspace, s.table, _rows(s.rows_behind))
+    else:
+        log.error("the full-text index of %s %s is %s behind its table and could not be rebuilt: %s",
+                  s.workspace, s.table, _rows(s.rows_behind), problem)
 
 
 def repair_fts(store: Store) -> list[StaleIndex]:
