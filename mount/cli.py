@@ -57,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     except BrokenPipeError:
         code = EXIT_ERROR
+    except KeyboardInterrupt:  # before the command ran (parsing, set-up): as Ctrl-C during it
+        code = EXIT_INTERRUPTED
     except OutputError as exc:  # raised while argparse wrote --help or its usage
         say(_RUNNING[0], str(exc))
         code = EXIT_ERROR
