@@ -106,7 +106,9 @@ def test_ctrl_c_is_130_wherever_it_lands(tmp_path, store_env):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=300)
         assert "Traceback" not in err, (delay, err)
-        assert proc.returncode in (0, 130), (delay, proc.returncode, err)
+        # -SIGINT: the signal landed while the interpreter was exiting (its handlers are reset then), which
+        # a shell reports as 130 too; seen by CI at 0.7 s under load, with nothing on stderr
+        assert proc.returncode in (0, 130, -signal.SIGINT), (delay, proc.returncode, err)
         codes.append(proc.returncode)
     assert 130 in codes
 
