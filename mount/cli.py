@@ -65,7 +65,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not _flush_stdout():
         code = EXIT_ERROR
     _leave_if_model_loading(code)
+    if code == 0:
+        code = _keep_query_graph()
     return code
+
+
+def _keep_query_graph() -> int:
+    """A command that loaded the model saves its query graph as it ends, where none is saved yet (once
+    per model: ~2 s, after its output), so that later recalls need no model (query/query_graph.py)."""
+    embedder = sys.modules.get("recallfs.query.embedder")
+    try:
+        if embedder is not None:
+            embedder.keep_query_graphs()
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return 0
 
 
 # argparse reads `--since -7d` as a flag with no value: a duration after these is joined to its flag

@@ -145,16 +145,20 @@ def _recall_via_daemon(args: argparse.Namespace, cfg: Settings, principal: Any, 
 
 
 def _semantic_arm(cfg: Settings) -> Any:
-    """The semantic arm for a one-shot command: waits up to `warm_timeout_ms` (0: until loaded, at most
-    the load timeout) for the model the warm-up thread is loading; past that, recall answers lexically
-    with `warming`. Loading takes seconds in every call, so it says once how to get the fast path."""
+    """The semantic arm for a one-shot command: waits up to `warm_timeout_ms` (0: until ready, at most
+    the load timeout) for its query path: the saved query graph (query/query_graph.py, ~0.3 s) where a
+    process with the model saved one, else the model itself, which takes seconds in every call, so then
+    it says once how to get the fast path; past the wait, recall answers lexically with `warming`."""
     from recallfs.query.model_files import is_model_dir
     from recallfs.query.semantic import SemanticSearch
 
     arm = SemanticSearch.from_settings(cfg)
-    if arm.embedder is not None:
-        if arm.embedder.state in ("idle", "loading") and is_model_dir(arm.embedder.model_path):
-            say("recall", FAST_PATH_HINT.format(store=store_path(cfg)))
+    embedder = arm.embedder
+    if embedder is not None:
         wait_ms = float(cfg.warm_timeout_ms)
-        arm.embedder.wait_ready(wait_ms / 1000.0 if wait_ms > 0 else None)
+        timeout_s = wait_ms / 1000.0 if wait_ms > 0 else None
+        if not embedder.graph_serves(timeout_s):
+            if embedder.state in ("idle", "loading") and is_model_dir(embedder.model_path):
+                say("recall", FAST_PATH_HINT.format(store=store_path(cfg)))
+            embedder.wait_queries(timeout_s)
     return arm

@@ -224,11 +224,14 @@ class Upkeep:
 
     def query_embedding(self) -> str | None:
         """How this mount embeds a query now: "onnx float32", "traced float32", "traced bfloat16" or
-        "stock float32" (query/query_encoder.py); None without a semantic arm."""
+        "stock float32" (query/query_encoder.py), with ", saved graph" where the graph was loaded from
+        disk (query/query_graph.py: the model itself is not loaded for queries); None without a
+        semantic arm."""
         embedder = getattr(self.semantic, "embedder", None)
         if embedder is None:
             return None
-        return f"{embedder.query_path} {embedder.query_dtype}"
+        saved = ", saved graph" if embedder.query_from_saved_graph else ""
+        return f"{embedder.query_path} {embedder.query_dtype}{saved}"
 
     def health(self, caches: dict[str, Any]) -> dict[str, Any]:
         """The health report of one view, with its own counts: inodes and caches."""

@@ -107,6 +107,8 @@ class Embedder(QueryEmbedding):
         self._encoder: Encoder | None = None
         # One query through a frozen copy of the loaded model (query/query_encoder.py); None: the stock path
         self._query_fast: QueryEncoder | None = None
+        self._graph_state = "idle"  # warm_queries' look for the saved query graph (query/query_embedding.py)
+        self._graph_done = threading.Event()
         self._serves_queries = False  # serve_queries() was called: trace the query graph once loaded
         self.query_precision = "float32"  # the traced graph's precision (query/query_encoder.PRECISIONS)
         self.embed_precision = "float32"  # bulk jobs' precision (query/bulk_encoder.PRECISIONS)
@@ -144,10 +146,15 @@ class Embedder(QueryEmbedding):
         self._loaded.wait(self.load_timeout_s if timeout_s is None else timeout_s)
         return self._state == "ready"
 
+    @property
+    def loading(self) -> bool:
+        """Whether the model, or the look for its saved query graph, is loading now."""
+        return self._state == "loading" or self._graph_state == "looking"
+
     def loading_for_s(self) -> float:
-        """How long the model has been loading (0 unless it is loading now)."""
+        """How long the query path has been loading (0 unless it is loading now)."""
         started = self._load_started
-        return time.monotonic() - started if self._state == "loading" and started is not None else 0.0
+        return time.monotonic() - started if self.loading and started is not None else 0.0
 
     def _load(self) -> None:
         started = time.perf_counter()
@@ -210,12 +217,12 @@ class Embedder(QueryEmbedding):
         return self._problem
 
     def availability(self) -> tuple[bool, str | None]:
-        """(ready, degraded_reason). Starts loading if nobody has yet; never waits."""
-        if self._state == "idle":
-            self.start_warmup()
-        state = self._state
-        if state == "ready":
+        """(ready, degraded_reason) for queries. Starts readying them if nobody has yet; never waits."""
+        if self._state == "idle" and self._graph_state == "idle":
+            self.warm_queries()
+        if self.queries_ready():
             return True, None
+        state = self._state
         return False, {"missing": "model-missing", "error": "error"}.get(state, "warming")
 
     @property
@@ -329,7 +336,7 @@ class Embedder(QueryEmbedding):
 
     def _require_ready_now(self) -> None:
         """Recall must not wait for a load: a query while loading is an error, not a stall."""
-        if self._state == "ready":
+        if self.queries_ready():
             return
         if self._state in ("idle", "loading"):
             raise EmbedderError("the embedding model is still loading")
@@ -350,10 +357,19 @@ def shared_embedder(model_path: str | None = None, device: str = "auto") -> Embe
         return emb
 
 
+def keep_query_graphs() -> None:
+    """Each loaded model of this process saves its query graph, where none is saved yet (a CLI command
+    that loaded the model, as it ends: the next recall then needs no model for its query)."""
+    with _SHARED_LOCK:
+        loaded = [emb for emb in _SHARED.values() if emb.state == "ready"]
+    for emb in loaded:
+        emb.keep_query_graph()
+
+
 def any_loading() -> bool:
     """Whether a model of this process is still loading (the CLI does not wait for it at exit)."""
     with _SHARED_LOCK:
-        return any(emb.state == "loading" for emb in _SHARED.values())
+        return any(emb.loading for emb in _SHARED.values())
 
 
 def embedder_from_settings(cfg: Settings) -> Embedder:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,16 +34,15 @@ class OnnxQueryEncoder:
     runtime = "onnx"
     precision = "float32"
 
-    def __init__(self, tokenize: Any, session: Any) -> None:
-        self._tokenize = tokenize  # sentence-transformers' own preprocess: the same cut, the same ids
+    def __init__(self, features: Callable[[str], dict[str, np.ndarray]], session: Any) -> None:
+        self._features = features  # text -> {"ids", "mask"}: the model's own cut, the same ids
         self._session = session
 
     def __call__(self, text: str) -> np.ndarray:
         return self.run(self.features(text))
 
     def features(self, text: str) -> dict[str, np.ndarray]:
-        features = self._tokenize([text])
-        return {"ids": features["input_ids"].numpy(), "mask": features["attention_mask"].numpy()}
+        return self._features(text)
 
     def run(self, features: dict[str, np.ndarray]) -> np.ndarray:
         out = self._session.run(None, features)
@@ -54,34 +54,46 @@ def onnx_query_encoder(tokenize: Any, sentence: Any, example: dict[str, Any]) ->
     exported with `example`'s features; None where onnxruntime or onnx is missing or the export fails.
     The caller checks its vectors against the model's."""
     try:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401
     except ImportError:
         log.info("onnxruntime is not installed: queries take the traced torch path")
         return None
     try:
-        options = ort.SessionOptions()
-        # One query runs on the thread that asks; concurrent recalls each bring their own thread.
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.enable_cpu_mem_arena = False  # a query's activations are small: 11 MB less, no slower
-        options.log_severity_level = 3
-        # Loaded from a file, not from bytes: a session made from bytes keeps them (86 MB for MiniLM). An
-        # anonymous in-memory file, so that a daemon killed mid-export leaves nothing behind on disk.
+        # An anonymous in-memory file, so that a daemon killed mid-export leaves nothing behind on disk.
         fd = os.memfd_create("recallfs-query-onnx")
         try:
             graph = f"/proc/self/fd/{fd}"
-            _export(sentence, example, graph)
-            session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            export_graph(sentence, example, graph)
+            session = onnx_session(graph)
         finally:
             os.close(fd)
     except Exception as exc:  # no onnx package, an operator the exporter lacks: the torch path
         log.info("onnx query encoder not used: %s: %s", type(exc).__name__, exc)
         return None
-    return OnnxQueryEncoder(tokenize, session)
+
+    def features(text: str) -> dict[str, np.ndarray]:
+        made = tokenize([text])  # sentence-transformers' own preprocess
+        return {"ids": made["input_ids"].numpy(), "mask": made["attention_mask"].numpy()}
+
+    return OnnxQueryEncoder(features, session)
 
 
-def _export(sentence: Any, example: dict[str, Any], path: str) -> None:
+def onnx_session(graph: str) -> Any:
+    """An ONNX Runtime session over the graph file at `graph`, set up as every query runs."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    # One query runs on the thread that asks; concurrent recalls each bring their own thread.
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.enable_cpu_mem_arena = False  # a query's activations are small: 11 MB less, no slower
+    options.log_severity_level = 3
+    # Loaded from a file, not from bytes: a session made from bytes keeps them (86 MB for MiniLM).
+    return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+
+def export_graph(sentence: Any, example: dict[str, Any], path: str) -> None:
     """The module as an ONNX graph with a free batch and sequence length, written to `path`."""
     import torch
 

@@ -110,7 +110,7 @@ def fast_query_encoder(model: Any, precision: str = "float32", runtime: str = "a
     if precision not in PRECISIONS:
         raise ValueError(f"query precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     try:
-        if not _plain_shape(model):
+        if not plain_shape(model):
             return None
         full = _full(model, runtime) if precision in ("auto", "float32") else None
         reduced = _checked(model, _trace(model, "bfloat16"), AGREE_REDUCED) if precision in (
@@ -140,8 +140,8 @@ def _full(model: Any, runtime: str) -> QueryEncoder | None:
 
 def _onnx(model: Any) -> QueryEncoder | None:
     first = model[0]
-    tokenize = _tokenizer(first)
-    sentence = _sentence_module(_plain_copy(first.auto_model))
+    tokenize = tokenizer_of(first)
+    sentence = plain_sentence(first.auto_model)
     exported = onnx_query_encoder(tokenize, sentence, tokenize([PROBES[1]]))
     return _checked(model, exported, AGREE) if exported is not None else None
 
@@ -153,7 +153,7 @@ def prefer_reduced(ms_full: float, ms_reduced: float) -> bool:
 
 def _checked(model: Any, encoder: QueryEncoder, agree: float) -> QueryEncoder | None:
     """`encoder`, when every probe's vector agrees with the stock one."""
-    worst = min(float(np.dot(encoder(t), _stock(model, t))) for t in PROBES)
+    worst = min(float(np.dot(encoder(t), stock_vector(model, t))) for t in PROBES)
     if worst < agree:
         log.info("%s %s query encoder not used: the probe vectors differ (cosine %.6f)", encoder.runtime,
                  encoder.precision, worst)
@@ -179,7 +179,7 @@ def timed_pair(a: Callable[[str], Any], b: Callable[[str], Any]) -> tuple[float,
     return statistics.median(times[0]), statistics.median(times[1])
 
 
-def _plain_shape(model: Any) -> bool:
+def plain_shape(model: Any) -> bool:
     modules = list(model)
     if len(modules) not in (2, 3) or not hasattr(modules[0], "auto_model"):
         return False
@@ -207,6 +207,11 @@ def _sentence_module(auto_model: Any) -> Any:
     return Sentence().eval()
 
 
+def plain_sentence(auto_model: Any) -> Any:
+    """The float32 sentence module over a plain copy of the transformer: what ONNX exports."""
+    return _sentence_module(_plain_copy(auto_model))
+
+
 def _plain_copy(auto_model: Any) -> Any:
     """A copy of the transformer with plain Linear layers. The loaded model's may be oneDNN modules
     (query/onednn_layers.py), which hold their weights in oneDNN's layout: they cast to no other
@@ -231,7 +236,7 @@ def _plain_copy(auto_model: Any) -> Any:
     return clone.eval()
 
 
-def _tokenizer(first: Any) -> Any:
+def tokenizer_of(first: Any) -> Any:
     # preprocess() is sentence-transformers' own cut (tokenize() before 6.x): the same input ids
     return first.preprocess if hasattr(first, "preprocess") else first.tokenize
 
@@ -240,7 +245,7 @@ def _trace(model: Any, precision: str = "float32") -> TracedQueryEncoder:
     import torch
 
     first = model[0]
-    tokenize = _tokenizer(first)
+    tokenize = tokenizer_of(first)
     example = tokenize([PROBES[1]])
     inner = first.auto_model if precision == "float32" else _plain_copy(first.auto_model).to(torch.bfloat16)
     with warnings.catch_warnings(), torch.inference_mode():
@@ -252,7 +257,7 @@ def _trace(model: Any, precision: str = "float32") -> TracedQueryEncoder:
     return TracedQueryEncoder(tokenize, frozen, precision)
 
 
-def _stock(model: Any, text: str) -> np.ndarray:
+def stock_vector(model: Any, text: str) -> np.ndarray:
     out = model.encode([text], batch_size=1, show_progress_bar=False, normalize_embeddings=True,
                        convert_to_numpy=True)
     vec: np.ndarray = np.asarray(out, dtype=np.float32)[0]

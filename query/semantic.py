@@ -63,7 +63,7 @@ class SemanticSearch:
             return cls(None, enabled=False)
         embedder = embedder_from_settings(cfg)
         if warm:
-            embedder.start_warmup()
+            embedder.warm_queries()  # the saved query graph where there is one, else the model
         return cls(embedder, budget_ms=float(cfg.embed_timeout_ms), exact=cfg.vector_search == "exact")
 
     # -- the protocol (query/recall_scope.SemanticArm) ---------------------------------------------------------

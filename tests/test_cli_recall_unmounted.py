@@ -41,8 +41,9 @@ def test_lexical_recall_never_imports_the_model(env):
     assert "recallfs mount" not in proc.stderr
 
 
-def test_a_call_that_loads_the_model_says_how_to_get_the_fast_path(env):
-    proc = run_cli("recall", "deploy docs", "--format", "json", env=env)
+def test_a_call_that_loads_the_model_says_how_to_get_the_fast_path(env, tmp_path):
+    # a cache with no saved query graph (tests/test_query_graph.py has the call that needs no model)
+    proc = run_cli("recall", "deploy docs", "--format", "json", env={**env, "XDG_CACHE_HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["degraded"] is False and any("semantic" in h["arms"] for h in out["hits"])

@@ -145,7 +145,7 @@ def test_16_readers_with_ingest_zero_errors(loaded: Mount, tmp_path: Path) -> No
     assert detail["store"]["fatal_errors"] == 0
     assert loaded.mount_info()["health"] == "ok"
     # the recalls under load embedded their queries the daemon's way: ONNX Runtime, float32
-    assert detail["query_embedding"] == "onnx float32", detail["query_embedding"]
+    assert detail["query_embedding"].startswith("onnx float32"), detail["query_embedding"]
     # every record ingested under load is in the tree and found by recall
     facts = "\n".join(p.read_text() for p in (loaded.path / "facts").iterdir() if p.is_file())
     sessions = set(os.listdir(loaded.path / "sessions"))
