@@ -153,8 +153,16 @@ class QueryEmbedding:
             return  # the saved graph serves queries already
 
         def trace() -> None:
+            if self.query_precision == "float32":
+                # Saved first and then loaded, rather than exported to memory and saved apart: one export
+                # and one session at the peak, and the next daemon or CLI recall needs no model.
+                self.keep_query_graph()
+                graph = load_graph(self.model_path)
+                if graph is not None:
+                    self._query_fast = graph
+                    return
             self._query_fast = fast_query_encoder(encoder, self.query_precision)
-            self.keep_query_graph()  # the next daemon or CLI recall needs no model for its queries
+            self.keep_query_graph()
 
         threading.Thread(target=trace, name="recallfs-trace-query", daemon=True).start()
 
