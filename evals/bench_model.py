@@ -6,8 +6,9 @@ import os
 import sys
 import time
 
-from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.embedder import Embedder
 from recallfs.query.settings import resolve
+from recallfs.query.shared_embedders import embedder_from_settings
 
 QUERY_PATH_WAIT_S = 60.0
 

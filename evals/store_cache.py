@@ -98,7 +98,7 @@ def build_store(path: Path, load: Callable[[], list[MemoryRecord]]) -> None:
 
 def _embedder() -> Any:
     """The embedder the settings ask for, as `recallfs ingest` would use (None: the semantic arm is off)."""
-    from recallfs.query.embedder import embedder_from_settings
+    from recallfs.query.shared_embedders import embedder_from_settings
 
     cfg = settings.resolve()
     return embedder_from_settings(cfg) if cfg.semantic else None

@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _keep_query_graph() -> int:
     """A command that loaded the model saves its query graph as it ends, where none is saved yet (once
     per model: ~2 s, after its output), so that later recalls need no model (query/query_graph.py)."""
-    embedder = sys.modules.get("recallfs.query.embedder")
+    embedder = sys.modules.get("recallfs.query.shared_embedders")
     try:
         if embedder is not None:
             embedder.keep_query_graphs()
@@ -152,7 +152,7 @@ def _leave_if_model_loading(code: int) -> None:
     """A model still loading holds the interpreter's exit while torch finishes importing on its
     thread (up to a second or more). Nothing will use it now: leave at once. Stores are closed by
     then (every command opens them in `with`), and the only threads are daemon threads."""
-    embedder = sys.modules.get("recallfs.query.embedder")
+    embedder = sys.modules.get("recallfs.query.shared_embedders")
     if embedder is None or not embedder.any_loading():
         return
     for stream in (sys.stdout, sys.stderr):

@@ -109,13 +109,13 @@ def require_store(cfg: Settings) -> None:
 def start_warmup(cfg: Settings) -> None:
     """Begin loading the embedding model once the command's cheap checks passed, so it loads while
     the command reads its input. Never before: an error must not wait for torch."""
-    from recallfs.query.embedder import start_warmup as begin
+    from recallfs.query.shared_embedders import start_warmup as begin
 
     begin(cfg)
 
 
 def embedder_for(cfg: Settings) -> Any:
     """The embedder these settings ask ingest to use (None when the semantic arm is off)."""
-    from recallfs.query.embedder import embedder_from_settings
+    from recallfs.query.shared_embedders import embedder_from_settings
 
     return embedder_from_settings(cfg) if cfg.semantic else None

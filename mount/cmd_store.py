@@ -180,8 +180,8 @@ def _ingested(path: Path, summary: dict[str, Any], how: str = "") -> str:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from recallfs.query.embedder import embedder_from_settings
     from recallfs.query.ingest_file import embed_bar
+    from recallfs.query.shared_embedders import embedder_from_settings
     from recallfs.query.vector_write import reindex
     from recallfs.query.vectors import ensure_indexes
 

@@ -129,7 +129,7 @@ class ControlServer:
 
     def embedder(self) -> Any:
         """The daemon's own settings decide whether (and with which model) new rows are embedded."""
-        from recallfs.query.embedder import embedder_from_settings
+        from recallfs.query.shared_embedders import embedder_from_settings
 
         return embedder_from_settings(self.settings) if self.settings.semantic else None
 

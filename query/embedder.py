@@ -18,14 +18,12 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
 
 import numpy as np
 
-from recallfs.query.bulk_encoder import PRECISIONS as BULK_PRECISIONS
+from recallfs.query.bulk_embedding import BulkEmbedding, Encoder
 from recallfs.query.bulk_encoder import BulkEncoder
-from recallfs.query.chunks import encoder_windows
+from recallfs.query.embedder_errors import EmbedderError, ModelMissingError
 from recallfs.query.model_files import (
     is_model_dir,
     model_identity,
@@ -35,34 +33,15 @@ from recallfs.query.model_files import (
     resolve_model_path,
 )
 from recallfs.query.query_embedding import QueryEmbedding
-from recallfs.query.query_encoder import PRECISIONS, QueryEncoder
+from recallfs.query.query_encoder import QueryEncoder
 from recallfs.query.query_worker import Worker
-from recallfs.query.settings import Settings, SettingsError, setting
 
 log = logging.getLogger("recallfs.embedder")
 
-Progress = Callable[[int, int], None]  # (done, total)
-
 BULK_BATCH = 64  # sentences per forward pass when ingesting
-CHUNK = 512  # sentences between progress reports
 
 
 LOAD_TIMEOUT_S = 120.0  # RECALLFS_MODEL_LOAD_TIMEOUT_S
-
-class ModelMissingError(RuntimeError):
-    """The configured model directory, or sentence-transformers itself, is not there."""
-
-
-class EmbedderError(RuntimeError):
-    """The model failed to load or to encode."""
-
-
-class Encoder(Protocol):
-    """The slice of SentenceTransformer the embedder uses (an injected encoder must provide it)."""
-
-    def encode(self, inputs: list[str], *, batch_size: int, show_progress_bar: bool,
-               normalize_embeddings: bool, convert_to_numpy: bool) -> Any: ...
-
 
 # OpenMP threads that spin-wait at every barrier stall when the machine is busy: embedding on 2 busy
 # cores measured 19-22 rows/s with torch's default (active) waiting and 61-78 rows/s with passive.
@@ -71,17 +50,7 @@ class Encoder(Protocol):
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def l2_normalize(matrix: np.ndarray) -> np.ndarray:
-    """Row-normalised float32; a zero row stays zero rather than becoming NaN."""
-    m = np.asarray(matrix, dtype=np.float32)
-    if m.ndim == 1:
-        m = m[None, :]
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(m / norms, dtype=np.float32)
-
-
-class Embedder(QueryEmbedding):
+class Embedder(BulkEmbedding, QueryEmbedding):  # BulkEmbedding first: its _encode, not the stub
     """A sentence-transformers model with a background loader and a query time budget."""
 
     def __init__(
@@ -269,71 +238,6 @@ class Embedder(QueryEmbedding):
             raise EmbedderError(self._problem or "the embedding model is not available")
         return self._encoder
 
-    # -- encoding --------------------------------------------------------------------------------
-    @property
-    def bulk_path(self) -> str:
-        """What bulk jobs run on: "mkl" until the first large job measures (query/bulk_encoder.py),
-        then "mkl" or "onednn"; "bfloat16" when asked for; "model" for an injected or GPU model."""
-        return self._bulk.path if self._bulk is not None else "mkl" if self._bulkable() else "model"
-
-    def _bulkable(self) -> bool:
-        return self.device == "cpu" and hasattr(self._encoder, "forward")
-
-    def _bulk_encoder(self) -> BulkEncoder | None:
-        if self._bulk is None and self._bulkable():
-            with self._lock:
-                if self._bulk is None:
-                    self._bulk = BulkEncoder(self._encoder, self.embed_precision)
-        return self._bulk
-
-    def _encode(self, texts: list[str], batch_size: int | None = None, *, bulk: bool = False) -> np.ndarray:
-        encoder = self._require()
-        runner = self._bulk_encoder() if bulk else None
-        size = batch_size or self.batch_size
-        out = runner.encode(texts, size) if runner is not None else encoder.encode(
-            texts, batch_size=size, show_progress_bar=False, normalize_embeddings=True, convert_to_numpy=True)
-        matrix = np.asarray(out, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != len(texts):
-            raise EmbedderError(f"the encoder returned shape {matrix.shape} for {len(texts)} texts")
-        return l2_normalize(matrix)
-
-    def embed(self, texts: Sequence[str], *, progress: Progress | None = None) -> np.ndarray:
-        """Embed many texts (waits for the model). Rows come back in input order, L2-normalised.
-
-        Each distinct text is embedded once (a batch repeats short turns such as "ok, thanks"), and
-        similar lengths share a forward pass, so little of it is padding."""
-        total = len(texts)
-        if total == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        slots: dict[str, int] = {}
-        where = np.fromiter((slots.setdefault(t, len(slots)) for t in texts), dtype=np.int64, count=total)
-        distinct = list(slots)
-        copies = np.bincount(where, minlength=len(distinct))
-        order = sorted(range(len(distinct)), key=lambda i: len(distinct[i]))
-        self._require()
-        runner = self._bulk_encoder()
-        if runner is not None:
-            runner.prepare(distinct)
-        out: np.ndarray | None = None
-        done = 0
-        for start in range(0, len(distinct), CHUNK):
-            idx = order[start:start + CHUNK]
-            vecs = self._encode([distinct[i] for i in idx], bulk=True)
-            if out is None:
-                out = np.empty((len(distinct), vecs.shape[1]), dtype=np.float32)
-            out[idx] = vecs
-            done += int(copies[idx].sum())
-            if progress:
-                progress(done, total)
-        assert out is not None
-        if self._dim is None:
-            self._dim = int(out.shape[1])
-        return out[where]
-
-    def windows(self, texts: Sequence[str]) -> list[list[str]]:
-        """Each text as the windows the model reads whole (query/chunks.encoder_windows)."""
-        return encoder_windows(self._require(), texts)
-
     def _require_ready_now(self) -> None:
         """Recall must not wait for a load: a query while loading is an error, not a stall."""
         if self.queries_ready():
@@ -341,56 +245,3 @@ class Embedder(QueryEmbedding):
         if self._state in ("idle", "loading"):
             raise EmbedderError("the embedding model is still loading")
         self._require()
-
-
-# -- one shared embedder per (model, device) in a process: the model is loaded once ----------------
-_SHARED: dict[tuple[str, str], Embedder] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_embedder(model_path: str | None = None, device: str = "auto") -> Embedder:
-    key = (resolve_model_path(model_path), device or "auto")
-    with _SHARED_LOCK:
-        emb = _SHARED.get(key)
-        if emb is None:
-            emb = _SHARED[key] = Embedder(key[0], device=key[1])
-        return emb
-
-
-def keep_query_graphs() -> None:
-    """Each loaded model of this process saves its query graph, where none is saved yet (a CLI command
-    that loaded the model, as it ends: the next recall then needs no model for its query)."""
-    with _SHARED_LOCK:
-        loaded = [emb for emb in _SHARED.values() if emb.state == "ready"]
-    for emb in loaded:
-        emb.keep_query_graph()
-
-
-def any_loading() -> bool:
-    """Whether a model of this process is still loading (the CLI does not wait for it at exit)."""
-    with _SHARED_LOCK:
-        return any(emb.loading for emb in _SHARED.values())
-
-
-def embedder_from_settings(cfg: Settings) -> Embedder:
-    """The process's embedder for the `model` and `device` settings (RECALLFS_MODEL, RECALLFS_DEVICE)."""
-    if cfg.query_precision not in PRECISIONS:
-        raise SettingsError(f"{setting('query_precision').env}={cfg.query_precision!r}: expected "
-                            f"{', '.join(PRECISIONS)}")
-    if cfg.embed_precision not in BULK_PRECISIONS:
-        raise SettingsError(f"{setting('embed_precision').env}={cfg.embed_precision!r}: expected "
-                            f"{', '.join(BULK_PRECISIONS)}")
-    emb = shared_embedder(cfg.model, cfg.device)
-    emb.load_timeout_s = cfg.model_load_timeout_s
-    emb.query_precision = cfg.query_precision
-    emb.embed_precision = cfg.embed_precision
-    return emb
-
-
-def start_warmup(cfg: Settings) -> Embedder | None:
-    """Called when the daemon or the CLI starts: begin loading unless the semantic arm is off."""
-    if not cfg.semantic:
-        return None
-    emb = embedder_from_settings(cfg)
-    emb.start_warmup()
-    return emb

@@ -159,7 +159,7 @@ def embed_new_rows(
     A model that cannot load does not fail the ingest: the rows are in, the lexical arm finds them,
     and the next ingest or `recallfs reindex` embeds them. Returns rows embedded.
     """
-    from recallfs.query.embedder import EmbedderError, ModelMissingError
+    from recallfs.query.embedder_errors import EmbedderError, ModelMissingError
     from recallfs.query.vector_write import embed_missing, windows_pending
 
     if embedder is None or not report.partitions:

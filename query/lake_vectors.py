@@ -37,7 +37,7 @@ class BatchVector:
 
 def embed_records(embedder: Embedder | None, records: list[MemoryRecord]) -> list[BatchVector]:
     """Every window of every record embedded, or [] when no model is ready (the replicas embed then)."""
-    from recallfs.query.embedder import EmbedderError, ModelMissingError
+    from recallfs.query.embedder_errors import EmbedderError, ModelMissingError
 
     if embedder is None or not records or not embedder.wait_ready():
         return []

@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.embedder import Embedder
 from recallfs.query.semantic_query import FUSED_MIN_Z, MIN_COSINE, QuerySearch, SemanticHit
 from recallfs.query.settings import DEFAULTS, Settings, SettingsError
+from recallfs.query.shared_embedders import embedder_from_settings
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import StoredModel, VectorError
 from recallfs.query.vectors import VectorIndexes, ensure_indexes, shared_indexes

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 
+from recallfs.query.bulk_embedding import Progress
 from recallfs.query.cursor import Cursor
-from recallfs.query.embedder import Embedder, Progress
+from recallfs.query.embedder import Embedder
 from recallfs.query.migrations import MEMORY_TABLES, insert_vectors, windows_pending_key
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import (

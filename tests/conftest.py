@@ -135,7 +135,7 @@ def disk(tmp_path: Path):
 @pytest.fixture(scope="session")
 def minilm() -> Any:
     """The packaged MiniLM, loaded once for the whole run."""
-    from recallfs.query.embedder import shared_embedder
+    from recallfs.query.shared_embedders import shared_embedder
 
     emb = shared_embedder()
     assert emb.wait_ready(), emb.problem

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recallfs.query.embedder import Embedder, EmbedderError, ModelMissingError
+from recallfs.query.embedder import Embedder
+from recallfs.query.embedder_errors import EmbedderError, ModelMissingError
 from recallfs.query.model_files import default_model_path, model_identity
 
 

@@ -10,11 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from recallfs.query.embedder import Embedder, embedder_from_settings
+from recallfs.query.embedder import Embedder
 from recallfs.query.encoder_probes import AGREE, AGREE_REDUCED
 from recallfs.query.model_files import default_model_path
 from recallfs.query.query_encoder import fast_query_encoder, prefer_reduced, run_on_one_thread
 from recallfs.query.settings import SettingsError, resolve
+from recallfs.query.shared_embedders import embedder_from_settings
 
 # Lengths from two word pieces to past the model's 256, scripts, and text a query may carry.
 QUERIES = [

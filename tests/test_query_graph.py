@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conftest import fact, run_cli, write_jsonl
 from mount_helpers import base_env, start_mount, stop_mount
+
 from recallfs.query.encoder_probes import AGREE
 from recallfs.query.query_graph import graph_paths, has_graph, load_graph, save_graph
+
+from conftest import fact, run_cli, write_jsonl
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from recallfs.query.embedder import shared_embedder
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.lexical import query_terms
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
+from recallfs.query.shared_embedders import shared_embedder
 from recallfs.query.store import Store
 from recallfs.scope.principal import Principal
 

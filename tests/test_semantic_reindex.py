@@ -11,12 +11,13 @@ import json
 import pytest
 from semantic_data import records
 
-from recallfs.query.embedder import Embedder, shared_embedder
+from recallfs.query.embedder import Embedder
 from recallfs.query.ingest import IngestError
 from recallfs.query.ingest_file import ingest_records, load_file
 from recallfs.query.model_files import default_model_path
 from recallfs.query.recall import recall
 from recallfs.query.semantic import SemanticSearch
+from recallfs.query.shared_embedders import shared_embedder
 from recallfs.query.store import Store
 from recallfs.query.vector_meta import stored_model
 from recallfs.scope.principal import Principal
