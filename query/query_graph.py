@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.encoder_probes import AGREE, PROBES
-from recallfs.query.model_files import model_identity
+from recallfs.query.model_files import model_identity, offline
 from recallfs.query.onnx_query import OnnxQueryEncoder, export_graph, onnx_session
 from recallfs.query.query_encoder import plain_sentence, plain_shape, stock_vector, tokenizer_of
 
@@ -89,6 +89,7 @@ class PlainTokenizer:
 def load_graph(model_path: str, where: Path | None = None) -> OnnxQueryEncoder | None:
     """The saved query graph for the model at `model_path`, checked; None where there is none, it does
     not pass its check, or onnxruntime or tokenizers is not installed."""
+    offline()  # TOKENIZERS_PARALLELISM off, as for the model: no thread pool for one query's word pieces
     try:
         model_id = model_identity(model_path)  # reads the JSON files in Python: a hung file system waits here
         graph, check = graph_paths(model_id, where)
