@@ -19,6 +19,7 @@ graph made for other model files, a tokenizer that would cut differently, or a d
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import logging
 import os
@@ -125,7 +126,25 @@ def save_graph(model: Any, model_path: str, model_id: str, where: Path | None = 
     if not plain_shape(model):
         return False
     with _SAVING:
-        return has_graph(model_id, where) or _save(model, model_path, model_id, where)
+        if has_graph(model_id, where):
+            return True
+        graph = graph_paths(model_id, where)[0]
+        try:
+            graph.parent.mkdir(parents=True, exist_ok=True)
+            lock = os.open(graph.parent / f".{graph.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # no room, a read-only cache: the next process loads the model
+            log.info("query graph not saved to %s: %s", graph.parent, exc)
+            return False
+        try:
+            # Eight agents' first recalls end together: one exports (~2 s of CPU), the others leave it to it
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(lock)
+            return False
+        try:
+            return has_graph(model_id, where) or _save(model, model_path, model_id, where)
+        finally:
+            os.close(lock)  # releases the lock
 
 
 def _save(model: Any, model_path: str, model_id: str, where: Path | None) -> bool:
@@ -133,7 +152,6 @@ def _save(model: Any, model_path: str, model_id: str, where: Path | None) -> boo
     part = graph.with_name(f".{graph.name}.{os.getpid()}.part")
     check_part = check.with_name(f".{check.name}.{os.getpid()}.part")
     try:
-        graph.parent.mkdir(parents=True, exist_ok=True)
         _drop_stale_parts(graph.parent)
         first = model[0]
         preprocess = tokenizer_of(first)

@@ -106,6 +106,18 @@ def test_a_save_that_cannot_write_changes_nothing(minilm, tmp_path):
     assert not has_graph(minilm.model_id, blocked / "graphs")
 
 
+def test_a_save_another_process_is_making_is_left_to_it(minilm, tmp_path):
+    import fcntl
+
+    graph = graph_paths(minilm.model_id, tmp_path)[0]
+    with open(tmp_path / f".{graph.name}.lock", "w") as held:  # as a second process's save holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert not save_graph(minilm._require(), minilm.model_path, minilm.model_id, tmp_path)
+    assert not graph.exists()
+    assert save_graph(minilm._require(), minilm.model_path, minilm.model_id, tmp_path)  # released: saved
+    assert load_graph(minilm.model_path, tmp_path) is not None
+
+
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> dict[str, str]:
     """A store with vectors, and a cache directory of its own that no graph is saved in yet."""
@@ -128,7 +140,8 @@ def _recall(env: dict[str, str], *args: str) -> tuple[dict, set[str], str]:
 def test_an_ingest_saves_the_graph_and_a_cli_recall_then_needs_no_model(cache, tmp_path):
     # the ingest that embedded the notes saved the graph as it ended
     graphs = Path(cache["XDG_CACHE_HOME"]) / "recallfs" / "query-graphs"
-    assert sorted(p.suffix for p in graphs.iterdir()) == [".json", ".onnx"]
+    assert sorted(p.suffix for p in graphs.iterdir() if not p.name.startswith(".")) == [".json", ".onnx"]
+    assert not list(graphs.glob("*.part"))
     fast, imported, said = _recall(cache, "where do the logs go")
     assert not MODEL_MODULES & imported
     assert said == ""  # no "this call loads the model" hint: it did not
@@ -138,7 +151,8 @@ def test_an_ingest_saves_the_graph_and_a_cli_recall_then_needs_no_model(cache, t
     assert MODEL_MODULES <= imported and "recallfs mount" in said
     assert [(h["id"], h["score"]) for h in fast["hits"]] == [(h["id"], h["score"]) for h in slow["hits"]]
     # and that call saved a graph of its own as it ended, for the next
-    assert has_graph(json.loads((graphs / os.listdir(graphs)[0]).with_suffix(".json").read_text())["model"],
+    [check] = graphs.glob("*.json")
+    assert has_graph(json.loads(check.read_text())["model"],
                      tmp_path / "empty" / "recallfs" / "query-graphs")
 
 
