@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from recallfs.query import diskspace
 from recallfs.query.encoder_probes import AGREE, PROBES
 from recallfs.query.model_files import model_identity, offline
 from recallfs.query.onnx_query import OnnxQueryEncoder, export_graph, onnx_session
@@ -142,7 +143,14 @@ def save_graph(model: Any, model_path: str, model_id: str, where: Path | None = 
             os.close(lock)
             return False
         try:
-            return has_graph(model_id, where) or _save(model, model_path, model_id, where)
+            if has_graph(model_id, where):
+                return True
+            need, free = _graph_need(model_path), diskspace.free_bytes(graph.parent)
+            if free < need:  # checked before the export: a full cache must not cost every call ~2 s of CPU
+                log.info("query graph not saved to %s: %s free, it needs about %s", graph.parent,
+                         diskspace.size(free), diskspace.size(need))
+                return False
+            return _save(model, model_path, model_id, where)
         finally:
             os.close(lock)  # releases the lock
 
@@ -191,6 +199,13 @@ def _disagreement(encoder: OnnxQueryEncoder, tokenizer: PlainTokenizer, probes: 
         if not cosine >= AGREE:
             return f"its vector for {probe['text'][:40]!r} is at cosine {cosine:.6f} to the model's"
     return ""
+
+
+def _graph_need(model_path: str) -> int:
+    """Bytes a saved graph takes, about: the float32 weights it holds, and room to spare."""
+    weights = sum(f.stat().st_size for f in Path(model_path).rglob("*")
+                  if f.is_file() and f.suffix in (".safetensors", ".bin"))
+    return weights + weights // 4 + (16 << 20)
 
 
 def _drop_stale_parts(folder: Path) -> None:

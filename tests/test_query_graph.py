@@ -106,6 +106,18 @@ def test_a_save_that_cannot_write_changes_nothing(minilm, tmp_path):
     assert not has_graph(minilm.model_id, blocked / "graphs")
 
 
+def test_a_cache_without_room_is_not_written(minilm, disk, monkeypatch):
+    """A 48 MB disk cannot hold MiniLM's ~90 MB graph: the save is refused before the export (which would
+    otherwise cost every later call its seconds of CPU and fail the same way), and leaves no part."""
+    import recallfs.query.query_graph as query_graph
+
+    exports: list[str] = []
+    monkeypatch.setattr(query_graph, "export_graph", lambda *args: exports.append("export"))
+    assert not save_graph(minilm._require(), minilm.model_path, minilm.model_id, disk / "graphs")
+    assert exports == []
+    assert [p.name for p in (disk / "graphs").iterdir() if not p.name.endswith(".lock")] == []
+
+
 def test_a_save_another_process_is_making_is_left_to_it(minilm, tmp_path):
     import fcntl
 
