@@ -25,6 +25,7 @@ from typing import Any
 from recallfs.query import settings
 from recallfs.query.ingest_file import ingest_records
 from recallfs.query.records import MemoryRecord
+from recallfs.query.settings import cache_home
 from recallfs.query.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,8 +48,7 @@ _BUILDING = re.compile(r"^\.(?P<store>.+)\.building-(?P<pid>\d+)(?:\.wal)?$")
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "recallfs" / "eval"
+    return cache_home() / "eval"
 
 
 def code_fingerprint() -> str:

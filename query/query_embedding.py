@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from recallfs.query.query_encoder import QueryEncoder, fast_query_encoder, run_on_one_thread
-from recallfs.query.query_graph import has_graph, load_graph, save_graph
+from recallfs.query.query_graph import load_graph, save_graph
 from recallfs.query.query_worker import PendingQuery, Worker, overran
 
 QUERY_CACHE = 256  # recent query vectors kept: the mount re-runs a query for ls, cat and results.json
@@ -114,10 +114,8 @@ class QueryEmbedding:
         """Save the loaded model's query graph for later processes (query/query_graph.py), unless it is
         saved already or the model is not a CPU one of the plain shape."""
         encoder = self._encoder
-        if self._state != "ready" or self.device != "cpu" or not hasattr(encoder, "forward"):
-            return
-        if not has_graph(self.model_id):
-            save_graph(encoder, self.model_path, self.model_id)
+        if self._state == "ready" and self.device == "cpu" and hasattr(encoder, "forward"):
+            save_graph(encoder, self.model_path, self.model_id)  # at once when it is saved already
 
     def serve_queries(self) -> None:
         """This process embeds many queries (the daemon, an eval run): once the model is loaded, trace

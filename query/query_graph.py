@@ -36,6 +36,7 @@ from recallfs.query.encoder_probes import AGREE, PROBES
 from recallfs.query.model_files import model_identity, offline
 from recallfs.query.onnx_query import OnnxQueryEncoder, export_graph, onnx_session
 from recallfs.query.query_encoder import plain_sentence, plain_shape, stock_vector, tokenizer_of
+from recallfs.query.settings import cache_home
 
 log = logging.getLogger("recallfs.embedder")
 
@@ -57,8 +58,7 @@ def _wait_for_a_save() -> None:
 
 
 def graphs_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "recallfs" / "query-graphs"
+    return cache_home() / "query-graphs"
 
 
 def graph_paths(model_id: str, where: Path | None = None) -> tuple[Path, Path]:

@@ -80,9 +80,13 @@ def default_store() -> str:
     return str(Path(base) / "recallfs" / "store.duckdb")
 
 
+def cache_home() -> Path:
+    """recallfs's folder for what can be made again: $XDG_CACHE_HOME/recallfs (~/.cache when unset)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "recallfs"
+
+
 def default_replica_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return str(Path(base) / "recallfs" / "lakes")
+    return str(cache_home() / "lakes")
 
 
 class SettingsError(ValueError):
